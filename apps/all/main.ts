@@ -1,0 +1,16 @@
+import { Effect, Layer } from "effect"
+import { AppConfig } from "../../infra/AppConfig.js"
+import { DatabaseLive } from "../../infra/Database.js"
+import { runMain } from "../../infra/Main.js"
+import { ApiServerLive } from "../api/Server.js"
+
+const Banner = Layer.effectDiscard(
+  Effect.flatMap(AppConfig, (c) =>
+    Effect.logInfo(
+      `ready: API ${c.apiBase} (OpenAPI ${c.apiBase}/openapi.json), short links ${c.shortBase}, images ${c.imageHost}`
+    )
+  )
+)
+
+/** The embedded default: every app in one process, on the embedded engines under DATA_DIR. */
+runMain(Layer.mergeAll(ApiServerLive, Banner).pipe(Layer.provide(DatabaseLive), Layer.provide(AppConfig.layer)))

@@ -1,0 +1,21 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import * as E from "./Errors.js"
+import { LinksApi } from "./Links/Api.js"
+import { Authentication } from "./Security.js"
+
+export class Api extends HttpApi.make("v1")
+  .add(LinksApi)
+  .middleware(Authentication)
+  .addError(E.InvalidRequest)
+  .addError(E.Unauthenticated)
+  .addError(E.ApiScopeRequired)
+  .addError(E.RateLimited)
+  .addError(E.InternalError)
+  .addError(E.DependencyUnavailable)
+  .prefix("/v1")
+  .annotate(OpenApi.Title, "Link Shortening and Hosted Image Service API")
+  .annotate(OpenApi.Version, "1.0.0")
+  .annotate(
+    OpenApi.Description,
+    "Short links, QR codes, analytics and hosted images. Every request sends `Authorization: Bearer <API_KEY>`; every POST, PATCH and DELETE sends an `Idempotency-Key` header of 8 to 128 characters."
+  ) {}

@@ -1,0 +1,137 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Effect, FiberRef, Schema } from "effect"
+
+/** The request id of the request being served; set by the pipeline for each request. */
+export const CurrentRequestId = FiberRef.unsafeMake("")
+
+const pascal = (code: string) => code.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase())
+
+/**
+ * One error of the catalogue: its status, its code, and the contract's error body.
+ * Every error the API returns is one of these.
+ */
+const define = <const Code extends string>(status: number, code: Code, description: string) => {
+  const schema = Schema.Struct({
+    error: Schema.Struct({
+      code: Schema.Literal(code),
+      message: Schema.String.annotations({ description: "Human-readable. Never branch on it." }),
+      request_id: Schema.String,
+      detail: Schema.optional(Schema.String)
+    })
+  }).annotations({
+    identifier: `${pascal(code)}Error`,
+    description,
+    ...HttpApiSchema.annotations({ status })
+  })
+  return Object.assign(schema, { status, code })
+}
+
+export type ErrorDef = { readonly status: number; readonly code: string }
+
+// 400
+export const InvalidRequest = define(
+  400,
+  "invalid_request",
+  "The request is malformed or fails validation; `detail` names the field and the rule."
+)
+export const IdempotencyKeyRequired = define(400, "idempotency_key_required", "The Idempotency-Key header is missing.")
+export const IdempotencyKeyInvalid = define(
+  400,
+  "idempotency_key_invalid",
+  "The Idempotency-Key header is not 8 to 128 characters."
+)
+// 401
+export const Unauthenticated = define(
+  401,
+  "unauthenticated",
+  "Missing, malformed, unknown or revoked API key, or a key sent anywhere but the Authorization header."
+)
+// 403
+export const ApiScopeRequired = define(
+  403,
+  "api_scope_required",
+  "The key lacks the scope this operation needs; `detail` names it."
+)
+export const EntitlementRequired = define(
+  403,
+  "entitlement_required",
+  "The account's plan does not include this feature."
+)
+export const QuotaExceeded = define(403, "quota_exceeded", "A plan quota is used up.")
+// 404
+export const NotFound = define(404, "not_found", "No such resource for this account, or no such route.")
+// 409
+export const IdempotencyKeyReused = define(
+  409,
+  "idempotency_key_reused",
+  "The Idempotency-Key was used before with a different request."
+)
+export const IdempotencyRequestInProgress = define(
+  409,
+  "idempotency_request_in_progress",
+  "A request with this Idempotency-Key is still being processed; retry after Retry-After seconds."
+)
+export const SlugTaken = define(409, "slug_taken", "The custom slug is already in use or reserved.")
+export const DomainTaken = define(409, "domain_taken", "The hostname is already registered.")
+export const LinkDisabled = define(409, "link_disabled", "The link is disabled and cannot be changed.")
+// 413, 415
+export const PayloadTooLarge = define(
+  413,
+  "payload_too_large",
+  "The request body is larger than this endpoint accepts."
+)
+export const UnsupportedMediaType = define(
+  415,
+  "unsupported_media_type",
+  "The Content-Type is not one this endpoint accepts."
+)
+// 422
+export const UrlNotAllowed = define(
+  422,
+  "url_not_allowed",
+  "The URL's scheme or address is not allowed (private, reserved, or this service's own hosts)."
+)
+// 429
+export const RateLimited = define(429, "rate_limited", "Too many requests; retry after Retry-After seconds.")
+// 500, 503
+export const InternalError = define(
+  500,
+  "internal_error",
+  "An unexpected failure on the server; report the request_id."
+)
+export const DependencyUnavailable = define(
+  503,
+  "dependency_unavailable",
+  "A dependency is temporarily unavailable; retry after Retry-After seconds."
+)
+
+export type ErrorBody = {
+  readonly error: {
+    readonly code: string
+    readonly message: string
+    readonly request_id: string
+    readonly detail?: string
+  }
+}
+
+export const errorBody = (
+  def: { readonly code: string },
+  requestId: string,
+  message: string,
+  detail?: string
+): ErrorBody => ({
+  error:
+    detail === undefined
+      ? { code: def.code, message, request_id: requestId }
+      : { code: def.code, message, request_id: requestId, detail }
+})
+
+/** Fails the current request with an error of the catalogue. */
+export const fail = <D extends Schema.Schema.Any & { readonly code: string }>(
+  def: D,
+  message: string,
+  detail?: string
+): Effect.Effect<never, Schema.Schema.Type<D>> =>
+  Effect.flatMap(FiberRef.get(CurrentRequestId), (id) =>
+    Effect.fail(errorBody(def, id, message, detail) as Schema.Schema.Type<D>)
+  )

@@ -1,0 +1,164 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { CustomSlug, DestinationUrl, LinkStatus, Utm } from "../../../domain/Link.js"
+import * as E from "../Errors.js"
+import { RequiredScope } from "../Security.js"
+import { Envelope, idempotent, jsonBody, Page } from "../Shared.js"
+
+export const Link = Schema.Struct({
+  id: Schema.String.annotations({ description: "Link identifier; begins with link_." }),
+  slug: Schema.String,
+  short_url: Schema.String.annotations({
+    description: "{short_base}/{slug}",
+    jsonSchema: { type: "string", format: "uri" }
+  }),
+  destination_url: Schema.String.annotations({ jsonSchema: { type: "string", format: "uri" } }),
+  publication_status: LinkStatus,
+  created_at: Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } }),
+  updated_at: Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } }),
+  expires_at: Schema.NullOr(Schema.String).annotations({ description: "Not set by this version: always null." }),
+  utm: Schema.NullOr(Utm),
+  short_urls: Schema.Array(Schema.String).annotations({
+    description: "The canonical short URL first, then one per verified custom domain."
+  })
+}).annotations({ identifier: "Link" })
+export type Link = typeof Link.Type
+
+export const CreateLink = Schema.Struct({
+  url: DestinationUrl,
+  custom_slug: Schema.optional(CustomSlug)
+}).annotations({ identifier: "CreateLink", parseOptions: { onExcessProperty: "error", errors: "all" } })
+
+export const UpdateLink = Schema.Struct({
+  url: DestinationUrl
+}).annotations({ identifier: "UpdateLink", parseOptions: { onExcessProperty: "error", errors: "all" } })
+
+const IsoInstant = Schema.String.pipe(
+  Schema.filter((s) => /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) && !Number.isNaN(Date.parse(s)), {
+    message: () => "must be an ISO 8601 date or date-time"
+  })
+).annotations({ jsonSchema: { type: "string", format: "date-time" } })
+
+export const Limit = Schema.NumberFromString.pipe(
+  Schema.int({ message: () => "must be an integer from 1 to 100" }),
+  Schema.between(1, 100, { message: () => "must be an integer from 1 to 100" })
+).annotations({
+  description: "Page size, 1 to 100 (default 50).",
+  jsonSchema: { type: "integer", minimum: 1, maximum: 100, default: 50 }
+})
+
+export const ListLinksParams = Schema.Struct({
+  cursor: Schema.optional(
+    Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })
+  ),
+  limit: Schema.optional(Limit),
+  q: Schema.optional(
+    Schema.String.pipe(Schema.maxLength(2048, { message: () => "must be at most 2048 characters" })).annotations({
+      description: "Case-insensitive substring of the slug or the destination URL."
+    })
+  ),
+  status: Schema.optional(LinkStatus),
+  created_after: Schema.optional(IsoInstant),
+  created_before: Schema.optional(IsoInstant)
+})
+
+const intParam = (min: number, max: number, description: string) =>
+  Schema.NumberFromString.pipe(
+    Schema.int({ message: () => `must be an integer from ${min} to ${max}` }),
+    Schema.between(min, max, { message: () => `must be an integer from ${min} to ${max}` })
+  ).annotations({ description, jsonSchema: { type: "integer", minimum: min, maximum: max } })
+
+export const QrParams = Schema.Struct({
+  format: Schema.optional(Schema.Literal("png", "svg").annotations({ description: "Default png." })),
+  size: Schema.optional(intParam(64, 2048, "Image width and height in pixels, 64 to 2048 (default 512).")),
+  margin: Schema.optional(intParam(0, 16, "Quiet zone in modules, 0 to 16 (default 4).")),
+  ecc: Schema.optional(
+    Schema.Literal("L", "M", "Q", "H").annotations({ description: "Error correction level (default M)." })
+  ),
+  domain: Schema.optional(
+    Schema.String.annotations({
+      description: "A verified custom domain of the account to encode instead of the canonical short host."
+    })
+  )
+})
+
+const IdPath = Schema.Struct({ id: Schema.String })
+const scope = RequiredScope
+
+export class LinksApi extends HttpApiGroup.make("links")
+  .add(
+    idempotent(
+      jsonBody(
+        HttpApiEndpoint.post("create", "/links")
+          .setPayload(CreateLink)
+          .addSuccess(Envelope(Link), { status: 201 })
+          .addError(E.SlugTaken)
+          .addError(E.UrlNotAllowed)
+          .annotate(scope, "links:write")
+          .annotate(OpenApi.Summary, "Create a Short Link")
+      )
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/links")
+      .setUrlParams(ListLinksParams)
+      .addSuccess(Page(Link))
+      .annotate(scope, "links:read")
+      .annotate(OpenApi.Summary, "List and search Short Links, newest first")
+  )
+  .add(
+    HttpApiEndpoint.get("export", "/links.csv")
+      .addSuccess(
+        HttpApiSchema.Text({ contentType: "text/csv" }).annotations({
+          description: "RFC 4180 CSV with a header row, every link of the account (disabled ones too), streamed."
+        })
+      )
+      .annotate(scope, "links:read")
+      .annotate(OpenApi.Summary, "Export every Short Link as CSV")
+  )
+  .add(
+    HttpApiEndpoint.get("get", "/links/:id")
+      .setPath(IdPath)
+      .addSuccess(Envelope(Link))
+      .addError(E.NotFound)
+      .annotate(scope, "links:read")
+      .annotate(OpenApi.Summary, "Read a Short Link")
+  )
+  .add(
+    idempotent(
+      jsonBody(
+        HttpApiEndpoint.patch("update", "/links/:id")
+          .setPath(IdPath)
+          .setPayload(UpdateLink)
+          .addSuccess(Envelope(Link))
+          .addError(E.NotFound)
+          .addError(E.LinkDisabled)
+          .addError(E.UrlNotAllowed)
+          .annotate(scope, "links:write")
+          .annotate(OpenApi.Summary, "Change a Short Link's destination")
+      )
+    )
+  )
+  .add(
+    idempotent(
+      HttpApiEndpoint.del("disable", "/links/:id")
+        .setPath(IdPath)
+        .addSuccess(Envelope(Link))
+        .addError(E.NotFound)
+        .annotate(scope, "links:write")
+        .annotate(OpenApi.Summary, "Disable a Short Link (it answers 404 on the short host from then on)")
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("qr", "/links/:id/qr")
+      .setPath(IdPath)
+      .setUrlParams(QrParams)
+      .addSuccess(
+        HttpApiSchema.Uint8Array({ contentType: "image/png" }).annotations({
+          description: "PNG by default; image/svg+xml with format=svg."
+        })
+      )
+      .addError(E.NotFound)
+      .annotate(scope, "links:read")
+      .annotate(OpenApi.Summary, "Download the QR code of a Short Link")
+  ) {}

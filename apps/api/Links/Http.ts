@@ -1,0 +1,223 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Chunk, Effect, Option, Stream } from "effect"
+import * as QRCode from "qrcode"
+import { Topics } from "../../../domain/Events.js"
+import { isReservedSlug, type LinkRow } from "../../../domain/Link.js"
+import { AppConfig } from "../../../infra/AppConfig.js"
+import { newId, newSlug } from "../../../infra/Ids.js"
+import { Links } from "../../../infra/Links.js"
+import { Outbox } from "../../../infra/Outbox.js"
+import { Api } from "../Api.js"
+import * as E from "../Errors.js"
+import { CurrentPrincipal } from "../Security.js"
+import { decodeCursor, encodeCursor, envelope, page } from "../Shared.js"
+import type { Link } from "./Api.js"
+
+const csvField = (value: string) => (/[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value)
+const CSV_COLUMNS = [
+  "id",
+  "slug",
+  "short_url",
+  "destination_url",
+  "publication_status",
+  "created_at",
+  "updated_at",
+  "expires_at"
+] as const
+
+export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
+  Effect.gen(function* () {
+    const links = yield* Links
+    const outbox = yield* Outbox
+    const config = yield* AppConfig
+
+    const ownHosts = new Set(
+      [config.shortBase, config.apiBase, config.imageHost].map((u) => new URL(u).host.toLowerCase())
+    )
+
+    const toApi = (row: LinkRow): Link => {
+      const shortUrl = `${config.shortBase}/${row.slug}`
+      return {
+        id: row.id,
+        slug: row.slug,
+        short_url: shortUrl,
+        destination_url: row.destinationUrl,
+        publication_status: row.status,
+        created_at: row.createdAt.toISOString(),
+        updated_at: row.updatedAt.toISOString(),
+        expires_at: row.expiresAt?.toISOString() ?? null,
+        utm: row.utm,
+        short_urls: [shortUrl]
+      }
+    }
+
+    const eventData = (row: LinkRow) => {
+      const { short_url: _, short_urls: __, publication_status, ...rest } = toApi(row)
+      return { ...rest, publication_status }
+    }
+
+    /** Destinations may not point back at this service: a short link to a short link loops. */
+    const checkDestination = (url: string) =>
+      ownHosts.has(new URL(url).host.toLowerCase())
+        ? E.fail(
+            E.UrlNotAllowed,
+            "The destination is one of this service's own hosts.",
+            "url: must not point to this service"
+          )
+        : Effect.void
+
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          yield* checkDestination(payload.url)
+          const base = {
+            id: newId("link"),
+            accountId: principal.accountId,
+            destinationUrl: payload.url,
+            status: "active" as const,
+            utm: null,
+            expiresAt: null
+          }
+          let row: LinkRow | undefined
+          if (payload.custom_slug !== undefined) {
+            if (isReservedSlug(payload.custom_slug)) {
+              return yield* E.fail(
+                E.SlugTaken,
+                "That slug is reserved.",
+                `custom_slug: '${payload.custom_slug}' is reserved`
+              )
+            }
+            row = Option.getOrUndefined(yield* links.insert({ ...base, slug: payload.custom_slug }))
+            if (row === undefined) {
+              return yield* E.fail(
+                E.SlugTaken,
+                "That slug is already in use.",
+                `custom_slug: '${payload.custom_slug}' is taken`
+              )
+            }
+          } else {
+            // 62^7 slugs: a collision is rare, and each retry draws a fresh random one.
+            for (let attempt = 0; attempt < 8 && row === undefined; attempt++) {
+              const slug = newSlug()
+              if (isReservedSlug(slug)) continue
+              row = Option.getOrUndefined(yield* links.insert({ ...base, slug }))
+            }
+            if (row === undefined) return yield* Effect.dieMessage("could not allocate a free slug")
+          }
+          yield* outbox.append(Topics.links, row.id, "link.created", row.accountId, eventData(row))
+          return yield* envelope(toApi(row))
+        })
+      )
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          let afterSeq: bigint | undefined
+          if (urlParams.cursor !== undefined) {
+            afterSeq = decodeCursor(urlParams.cursor)
+            if (afterSeq === undefined)
+              return yield* E.fail(
+                E.InvalidRequest,
+                "The cursor is malformed.",
+                "cursor: must be a value of meta.next_cursor"
+              )
+          }
+          const limit = urlParams.limit ?? 50
+          const rows = yield* links.search(principal.accountId, {
+            afterSeq,
+            limit: limit + 1,
+            q: urlParams.q,
+            status: urlParams.status,
+            createdAfter: urlParams.created_after === undefined ? undefined : new Date(urlParams.created_after),
+            createdBefore: urlParams.created_before === undefined ? undefined : new Date(urlParams.created_before)
+          })
+          const pageRows = rows.slice(0, limit)
+          const next = rows.length > limit ? encodeCursor(pageRows.at(-1)!.seq) : null
+          return yield* page(pageRows.map(toApi), next)
+        })
+      )
+      .handle("export", () =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const header = `${CSV_COLUMNS.join(",")}\r\n`
+          const body = links.streamAll(principal.accountId).pipe(
+            Stream.map((row) => {
+              const l = toApi(row)
+              return `${CSV_COLUMNS.map((c) => csvField(String(l[c] ?? ""))).join(",")}\r\n`
+            }),
+            Stream.prepend(Chunk.of(header)),
+            Stream.encodeText,
+            Stream.orDie
+          )
+          return HttpServerResponse.stream(body, {
+            contentType: "text/csv; charset=utf-8",
+            headers: { "content-disposition": 'attachment; filename="links.csv"', "cache-control": "no-store" }
+          })
+        })
+      )
+      .handle("get", ({ path }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const row = yield* links.find(principal.accountId, path.id)
+          if (Option.isNone(row)) return yield* E.fail(E.NotFound, "No such link.")
+          return yield* envelope(toApi(row.value))
+        })
+      )
+      .handle("update", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const current = yield* links.findForUpdate(principal.accountId, path.id)
+          if (Option.isNone(current)) return yield* E.fail(E.NotFound, "No such link.")
+          if (current.value.status === "disabled") {
+            return yield* E.fail(E.LinkDisabled, "A disabled link cannot be changed.")
+          }
+          yield* checkDestination(payload.url)
+          const row = yield* links.setDestination(path.id, payload.url)
+          yield* outbox.append(Topics.links, row.id, "link.updated", row.accountId, eventData(row))
+          return yield* envelope(toApi(row))
+        })
+      )
+      .handle("disable", ({ path }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const current = yield* links.findForUpdate(principal.accountId, path.id)
+          if (Option.isNone(current)) return yield* E.fail(E.NotFound, "No such link.")
+          // Disabling twice is not an error: the link is disabled, as asked.
+          if (current.value.status === "disabled") return yield* envelope(toApi(current.value))
+          const row = yield* links.disable(path.id)
+          yield* outbox.append(Topics.links, row.id, "link.disabled", row.accountId, eventData(row))
+          return yield* envelope(toApi(row))
+        })
+      )
+      .handle("qr", ({ path, urlParams }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const row = yield* links.find(principal.accountId, path.id)
+          if (Option.isNone(row)) return yield* E.fail(E.NotFound, "No such link.")
+          if (urlParams.domain !== undefined) {
+            return yield* E.fail(
+              E.InvalidRequest,
+              "Unknown custom domain.",
+              "domain: must be a verified custom domain of the account"
+            )
+          }
+          const text = toApi(row.value).short_url
+          const options = {
+            width: urlParams.size ?? 512,
+            margin: urlParams.margin ?? 4,
+            errorCorrectionLevel: urlParams.ecc ?? "M"
+          } as const
+          const headers = {
+            "cache-control": "private, max-age=300",
+            "content-disposition": `inline; filename="${row.value.slug}.${urlParams.format ?? "png"}"`
+          }
+          if (urlParams.format === "svg") {
+            const svg = yield* Effect.promise(() => QRCode.toString(text, { ...options, type: "svg" }))
+            return HttpServerResponse.text(svg, { contentType: "image/svg+xml", headers })
+          }
+          const png = yield* Effect.promise(() => QRCode.toBuffer(text, { ...options, type: "png" }))
+          return HttpServerResponse.uint8Array(png, { contentType: "image/png", headers })
+        })
+      )
+  })
+)

@@ -1,0 +1,392 @@
+import { createHash } from "node:crypto"
+import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { SqlClient } from "@effect/sql"
+import { Cause, Data, Duration, Effect, Option, Schedule } from "effect"
+import { Accounts, looksLikeApiKey, type Principal } from "../../infra/Accounts.js"
+import { newRequestId } from "../../infra/Ids.js"
+import * as E from "./Errors.js"
+import { openApiDocument } from "./OpenApiDoc.js"
+import { matchRoute, type Route } from "./Routes.js"
+import { PrincipalRef } from "./Security.js"
+
+const JSON_BODY_LIMIT = 1024 * 1024
+const IDEMPOTENCY_RETENTION_HOURS = 24
+/** Query parameters that clients commonly (and wrongly) use to send a key. */
+const KEY_PARAMS = new Set(["api_key", "apikey", "key", "access_token", "token", "auth", "authorization"])
+/**
+ * Responses to requests rejected before the operation ran are not stored, so the key can
+ * be used again once the request is fixed; 5xx are not stored either.
+ */
+const NOT_STORED = new Set([
+  "invalid_request",
+  "unauthenticated",
+  "api_scope_required",
+  "payload_too_large",
+  "unsupported_media_type",
+  "rate_limited"
+])
+
+class Respond extends Data.TaggedError("Respond")<{ readonly response: HttpServerResponse.HttpServerResponse }> {}
+
+const errorResponse = (
+  def: E.ErrorDef,
+  requestId: string,
+  message: string,
+  detail?: string,
+  headers?: Record<string, string>
+) =>
+  HttpServerResponse.unsafeJson(E.errorBody(def, requestId, message, detail), {
+    status: def.status,
+    ...(headers === undefined ? {} : { headers })
+  })
+
+/** Sorted keys at every depth: two JSON bodies that mean the same fingerprint the same. */
+const canonicalJson = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value).sort()
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as any)[k])}`).join(",")}}`
+  }
+  return JSON.stringify(value)
+}
+
+const bodyBytes = (response: HttpServerResponse.HttpServerResponse): Uint8Array | undefined =>
+  response.body._tag === "Uint8Array"
+    ? response.body.body
+    : response.body._tag === "Empty"
+      ? new Uint8Array()
+      : undefined
+
+const errorCode = (response: HttpServerResponse.HttpServerResponse): string | undefined => {
+  const bytes = bodyBytes(response)
+  if (bytes === undefined || response.status < 400) return undefined
+  try {
+    return JSON.parse(Buffer.from(bytes).toString())?.error?.code
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Schema failures leave HttpApi as its own HttpApiDecodeError body; they become the
+ * contract's 400 here, with `detail` naming each field and the rule it broke.
+ */
+const rewriteDecodeError = (response: HttpServerResponse.HttpServerResponse, requestId: string) => {
+  if (response.status !== 400) return response
+  const bytes = bodyBytes(response)
+  if (bytes === undefined) return response
+  let body: any
+  try {
+    body = JSON.parse(Buffer.from(bytes).toString())
+  } catch {
+    return response
+  }
+  if (body?._tag !== "HttpApiDecodeError") return response
+  const issues: Array<{ path: Array<unknown>; message: string }> = Array.isArray(body.issues) ? body.issues : []
+  const detail = issues
+    .map((i) => `${i.path.length === 0 ? "body" : i.path.map(String).join(".")}: ${i.message}`)
+    .join("; ")
+  return errorResponse(E.InvalidRequest, requestId, "The request failed validation.", detail || body.message)
+}
+
+const isDatabaseFailure = (u: unknown) =>
+  typeof u === "object" && u !== null && "_tag" in u && (u._tag === "SqlError" || u._tag === "EmbeddedPostgresError")
+
+export const makePipeline = Effect.gen(function* () {
+  const accounts = yield* Accounts
+  const sql = yield* SqlClient.SqlClient
+  const openapi = HttpServerResponse.unsafeJson(openApiDocument, { headers: { "cache-control": "public, max-age=60" } })
+
+  // Expired idempotency records are purged in the background; lookups ignore them anyway.
+  yield* sql`DELETE FROM idempotency_records WHERE created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`.pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("idempotency purge failed", cause)),
+    Effect.repeat(Schedule.spaced(Duration.minutes(10))),
+    Effect.forkScoped
+  )
+
+  const authenticate = (request: HttpServerRequest.HttpServerRequest, url: URL, requestId: string) =>
+    Effect.gen(function* () {
+      for (const [name, value] of url.searchParams) {
+        if (KEY_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(value)) {
+          return yield* new Respond({
+            response: errorResponse(
+              E.Unauthenticated,
+              requestId,
+              "API keys are accepted only in the Authorization header.",
+              `query parameter '${name}' looks like a credential; send it as Authorization: Bearer <API_KEY>`
+            )
+          })
+        }
+      }
+      const header = request.headers.authorization
+      if (header === undefined || header === "") {
+        return yield* new Respond({
+          response: errorResponse(
+            E.Unauthenticated,
+            requestId,
+            "Missing API key.",
+            "send Authorization: Bearer <API_KEY>"
+          )
+        })
+      }
+      const match = /^Bearer +([^\s]+) *$/i.exec(header)
+      if (match === null) {
+        return yield* new Respond({
+          response: errorResponse(
+            E.Unauthenticated,
+            requestId,
+            "Malformed Authorization header.",
+            "expected: Bearer <API_KEY>"
+          )
+        })
+      }
+      const principal = yield* accounts.authenticate(match[1]!)
+      if (Option.isNone(principal)) {
+        return yield* new Respond({
+          response: errorResponse(
+            E.Unauthenticated,
+            requestId,
+            "The API key is not valid.",
+            "the key is unknown or revoked"
+          )
+        })
+      }
+      return principal.value
+    })
+
+  const readJson = (request: HttpServerRequest.HttpServerRequest, requestId: string) =>
+    Effect.gen(function* () {
+      const contentType = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+      if (contentType !== "application/json" && !/^application\/[a-z0-9.+-]+\+json$/.test(contentType)) {
+        return yield* new Respond({
+          response: errorResponse(
+            E.UnsupportedMediaType,
+            requestId,
+            "This endpoint accepts application/json.",
+            `Content-Type '${contentType || "(none)"}' is not supported`
+          )
+        })
+      }
+      const length = Number(request.headers["content-length"] ?? "0")
+      if (length > JSON_BODY_LIMIT) {
+        return yield* new Respond({
+          response: errorResponse(E.PayloadTooLarge, requestId, `JSON bodies are limited to ${JSON_BODY_LIMIT} bytes.`)
+        })
+      }
+      const text = yield* request.text.pipe(
+        Effect.mapError(
+          () =>
+            new Respond({
+              response: errorResponse(
+                E.PayloadTooLarge,
+                requestId,
+                "The request body could not be read within the size limit."
+              )
+            })
+        )
+      )
+      try {
+        return JSON.parse(text) as unknown
+      } catch {
+        return yield* new Respond({
+          response: errorResponse(
+            E.InvalidRequest,
+            requestId,
+            "The request body is not valid JSON.",
+            text.length === 0 ? "body: a JSON object is required" : "body: malformed JSON"
+          )
+        })
+      }
+    })
+
+  /**
+   * The idempotency record and the change commit in one transaction. A transaction-scoped
+   * advisory lock on (account, key) tells a concurrent duplicate that the first is still
+   * running; once it commits, the record is there to replay.
+   */
+  const idempotent = (
+    principal: Principal,
+    key: string,
+    fingerprint: string,
+    requestId: string,
+    run: Effect.Effect<HttpServerResponse.HttpServerResponse>
+  ) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        const lockId = createHash("sha256").update(`${principal.accountId}\0${key}`).digest().readBigInt64BE(0)
+        const [lock] = yield* sql<{
+          locked: boolean
+        }>`SELECT pg_try_advisory_xact_lock(${lockId.toString()}::bigint) AS locked`
+        if (!lock!.locked) {
+          return yield* new Respond({
+            response: errorResponse(
+              E.IdempotencyRequestInProgress,
+              requestId,
+              "A request with this Idempotency-Key is still in progress.",
+              undefined,
+              { "retry-after": "1" }
+            )
+          })
+        }
+        const [existing] = yield* sql<{
+          fingerprint: string
+          status: number
+          content_type: string | null
+          body: Buffer
+        }>`
+          SELECT fingerprint, status, content_type, body FROM idempotency_records
+          WHERE account_id = ${principal.accountId} AND key = ${key}
+            AND created_at > now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`
+        if (existing !== undefined) {
+          if (existing.fingerprint !== fingerprint) {
+            return yield* new Respond({
+              response: errorResponse(
+                E.IdempotencyKeyReused,
+                requestId,
+                "This Idempotency-Key was used with a different request.",
+                "use a new Idempotency-Key for a different request"
+              )
+            })
+          }
+          const replay =
+            existing.body.length === 0
+              ? HttpServerResponse.empty({ status: existing.status })
+              : HttpServerResponse.uint8Array(existing.body, {
+                  status: existing.status,
+                  contentType: existing.content_type ?? "application/json"
+                })
+          return yield* new Respond({ response: HttpServerResponse.setHeader(replay, "idempotent-replayed", "true") })
+        }
+        const response = rewriteDecodeError(yield* run, requestId)
+        const body = bodyBytes(response)
+        const code = errorCode(response)
+        if (response.status >= 500 || body === undefined || (code !== undefined && NOT_STORED.has(code))) {
+          // Roll back whatever ran: the key stays unused.
+          return yield* new Respond({ response })
+        }
+        const contentType = response.body._tag === "Uint8Array" ? response.body.contentType : null
+        yield* sql`
+          INSERT INTO idempotency_records (account_id, key, fingerprint, status, content_type, body)
+          VALUES (${principal.accountId}, ${key}, ${fingerprint}, ${response.status}, ${contentType}, ${Buffer.from(body)})
+          ON CONFLICT (account_id, key) DO UPDATE SET
+            fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, content_type = EXCLUDED.content_type,
+            body = EXCLUDED.body, created_at = now()`
+        return response
+      })
+    )
+
+  const handle = (app: HttpApp.Default, request: HttpServerRequest.HttpServerRequest, url: URL, requestId: string) =>
+    Effect.gen(function* () {
+      const path = url.pathname
+      if (path === "/healthz") return HttpServerResponse.unsafeJson({ status: "ok" })
+      if (path === "/readyz") {
+        return yield* sql`SELECT 1`.pipe(
+          Effect.timeout("2 seconds"),
+          Effect.as(HttpServerResponse.unsafeJson({ status: "ready" })),
+          Effect.catchAllCause(() =>
+            Effect.succeed(
+              errorResponse(E.DependencyUnavailable, requestId, "The database is not reachable.", undefined, {
+                "retry-after": "1"
+              })
+            )
+          )
+        )
+      }
+      if (path === "/v1/openapi.json" && (request.method === "GET" || request.method === "HEAD")) return openapi
+
+      const match = matchRoute(request.method, path)
+      if (match._tag === "NoRoute") {
+        return errorResponse(E.NotFound, requestId, `No route for ${request.method} ${path}.`)
+      }
+      const route: Route = match.route
+      const principal = yield* authenticate(request, url, requestId)
+      if (route.scope !== undefined && !principal.scopes.has(route.scope)) {
+        return errorResponse(
+          E.ApiScopeRequired,
+          requestId,
+          "The API key lacks the scope this operation requires.",
+          `missing scope: ${route.scope}`
+        )
+      }
+      const key = route.mutating ? request.headers["idempotency-key"] : undefined
+      if (route.mutating) {
+        if (key === undefined) {
+          return errorResponse(
+            E.IdempotencyKeyRequired,
+            requestId,
+            "The Idempotency-Key header is required.",
+            "Idempotency-Key: 8 to 128 characters"
+          )
+        }
+        if (key.length < 8 || key.length > 128) {
+          return errorResponse(
+            E.IdempotencyKeyInvalid,
+            requestId,
+            "The Idempotency-Key header must be 8 to 128 characters.",
+            `Idempotency-Key has ${key.length} characters`
+          )
+        }
+      }
+      const body = route.body === "json" ? yield* readJson(request, requestId) : undefined
+      // The inner app's requirements are the request's own (HttpServerRequest and friends).
+      const run = app.pipe(
+        Effect.locally(PrincipalRef, Option.some(principal))
+      ) as Effect.Effect<HttpServerResponse.HttpServerResponse>
+      if (key === undefined) return rewriteDecodeError(yield* run, requestId)
+      const params = [...url.searchParams].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      const fingerprint = createHash("sha256")
+        .update(
+          `${request.method} ${path}?${new URLSearchParams(params)}\n${body === undefined ? "" : canonicalJson(body)}`
+        )
+        .digest("hex")
+      return yield* idempotent(principal, key, fingerprint, requestId, run)
+    }).pipe(Effect.catchTag("Respond", (r) => Effect.succeed(r.response)))
+
+  return <R>(inner: HttpApp.Default<never, R>): HttpApp.Default<never, R> => {
+    const app = inner as HttpApp.Default
+    return Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const requestId = newRequestId()
+      const started = performance.now()
+      let url: URL
+      try {
+        url = new URL(request.url, "http://localhost")
+      } catch {
+        url = new URL("http://localhost/")
+      }
+      const response = yield* handle(app, request, url, requestId).pipe(
+        Effect.locally(E.CurrentRequestId, requestId),
+        Effect.catchAllCause((cause) => {
+          if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+          const failure = Cause.squash(cause)
+          const unavailable = isDatabaseFailure(failure)
+          return Effect.logError("request failed", cause).pipe(
+            Effect.annotateLogs({ request_id: requestId }),
+            Effect.as(
+              unavailable
+                ? errorResponse(
+                    E.DependencyUnavailable,
+                    requestId,
+                    "A dependency is temporarily unavailable.",
+                    undefined,
+                    { "retry-after": "1" }
+                  )
+                : errorResponse(E.InternalError, requestId, "Internal error.")
+            )
+          )
+        })
+      )
+      // Never the query string: it is where a misplaced key would be.
+      yield* Effect.logInfo("request").pipe(
+        Effect.annotateLogs({
+          method: request.method,
+          path: url.pathname,
+          status: response.status,
+          ms: Math.round((performance.now() - started) * 10) / 10,
+          request_id: requestId
+        })
+      )
+      return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+    }) as HttpApp.Default<never, R>
+  }
+})

@@ -1,0 +1,35 @@
+import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
+import { Context, Effect, FiberRef, Option } from "effect"
+import type { Scope } from "../../domain/Scope.js"
+import type { Principal } from "../../infra/Accounts.js"
+import { errorBody, Unauthenticated } from "./Errors.js"
+
+export class CurrentPrincipal extends Context.Tag("CurrentPrincipal")<CurrentPrincipal, Principal>() {}
+
+/** The scope an endpoint requires; read by the pipeline from the API definition. */
+export class RequiredScope extends Context.Tag("RequiredScope")<RequiredScope, Scope>() {}
+
+/** The principal the pipeline authenticated for this request. */
+export const PrincipalRef = FiberRef.unsafeMake<Option.Option<Principal>>(Option.none())
+
+/**
+ * Bearer authentication as the OpenAPI document shows it. The pipeline has already
+ * checked the key (once per request, before idempotency); this hands its result to the
+ * handlers.
+ */
+export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
+  provides: CurrentPrincipal,
+  failure: Unauthenticated,
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+export const AuthenticationLive = Authentication.of({
+  bearer: () =>
+    Effect.flatMap(FiberRef.get(PrincipalRef), (principal) =>
+      Option.match(principal, {
+        onSome: Effect.succeed,
+        onNone: () =>
+          Effect.fail(errorBody(Unauthenticated, "", "A valid API key is required.") as typeof Unauthenticated.Type)
+      })
+    )
+})

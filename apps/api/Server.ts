@@ -1,0 +1,44 @@
+import { createServer } from "node:http"
+import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { Accounts } from "../../infra/Accounts.js"
+import { AppConfig } from "../../infra/AppConfig.js"
+import { Links } from "../../infra/Links.js"
+import { Outbox } from "../../infra/Outbox.js"
+import { Api } from "./Api.js"
+import { LinksHttp } from "./Links/Http.js"
+import { makePipeline } from "./Pipeline.js"
+import { Authentication, AuthenticationLive } from "./Security.js"
+
+const ApiLive = HttpApiBuilder.api(Api).pipe(
+  Layer.provide(LinksHttp),
+  Layer.provide(Layer.succeed(Authentication, AuthenticationLive))
+)
+
+const Repositories = Layer.mergeAll(Accounts.layer, Links.layer, Outbox.layer)
+
+/** The API's routes behind the pipeline; needs an HttpServer, the database and the config. */
+// The pipeline wraps the app itself (not HttpServer.serve's middleware slot, which runs
+// after the response is written) so that it can replay, rewrite and roll back.
+export const ApiHttpLive = Layer.unwrapScoped(
+  Effect.gen(function* () {
+    const pipeline = yield* makePipeline
+    const app = yield* HttpApiBuilder.httpApp
+    return HttpServer.serve(pipeline(app))
+  })
+).pipe(
+  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
+  Layer.provide(ApiLive),
+  Layer.provide(Repositories)
+)
+
+/** The API on its own port (API_PORT). */
+export const ApiServerLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    ApiHttpLive.pipe(
+      HttpServer.withLogAddress,
+      Layer.provide(NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 65_000 }), { port: config.apiPort }))
+    )
+  )
+)

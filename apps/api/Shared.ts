@@ -1,0 +1,44 @@
+import type { HttpApiEndpoint } from "@effect/platform"
+import { Context, Effect, FiberRef, Schema } from "effect"
+import * as E from "./Errors.js"
+
+export const Meta = Schema.Struct({ request_id: Schema.String }).annotations({ identifier: "Meta" })
+export const PageMeta = Schema.Struct({
+  request_id: Schema.String,
+  next_cursor: Schema.NullOr(Schema.String).annotations({
+    description: "Pass as `cursor` for the next page; null on the last page."
+  })
+}).annotations({ identifier: "PageMeta" })
+
+/** The success envelope: the resource in `data`, the request id in `meta`. */
+export const Envelope = <S extends Schema.Schema.Any>(data: S) => Schema.Struct({ data, meta: Meta })
+export const Page = <S extends Schema.Schema.Any>(item: S) =>
+  Schema.Struct({ data: Schema.Array(item), meta: PageMeta })
+
+export const envelope = <A>(data: A) =>
+  Effect.map(FiberRef.get(E.CurrentRequestId), (request_id) => ({ data, meta: { request_id } }))
+export const page = <A>(data: ReadonlyArray<A>, next_cursor: string | null) =>
+  Effect.map(FiberRef.get(E.CurrentRequestId), (request_id) => ({ data, meta: { request_id, next_cursor } }))
+
+/** How the pipeline reads an endpoint's body before the handler runs. */
+export class BodyKind extends Context.Tag("BodyKind")<BodyKind, "json">() {}
+
+/** Documents what the pipeline does for every POST, PATCH and DELETE: the Idempotency-Key rules. */
+export const idempotent = <A extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoint: A): A =>
+  (endpoint as any)
+    .addError(E.IdempotencyKeyRequired)
+    .addError(E.IdempotencyKeyInvalid)
+    .addError(E.IdempotencyKeyReused)
+    .addError(E.IdempotencyRequestInProgress)
+
+/** A JSON request body: 415 for another content type, 413 above the size limit, 400 for bad JSON. */
+export const jsonBody = <A extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoint: A): A =>
+  (endpoint as any).addError(E.UnsupportedMediaType).addError(E.PayloadTooLarge).annotate(BodyKind, "json")
+
+/** Opaque page cursors: the keyset position, base64url-encoded. */
+export const encodeCursor = (seq: bigint): string => Buffer.from(`v1:${seq}`).toString("base64url")
+export const decodeCursor = (cursor: string): bigint | undefined => {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) return undefined
+  const m = /^v1:(\d{1,19})$/.exec(Buffer.from(cursor, "base64url").toString())
+  return m ? BigInt(m[1]!) : undefined
+}

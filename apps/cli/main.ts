@@ -1,0 +1,117 @@
+import { parseArgs } from "node:util"
+import { NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer, Logger, LogLevel } from "effect"
+import { isScope, type Scope, Scopes } from "../../domain/Scope.js"
+import { Accounts } from "../../infra/Accounts.js"
+import { AppConfig } from "../../infra/AppConfig.js"
+import { DatabaseLive } from "../../infra/Database.js"
+
+const USAGE = `usage: npm run cli -- <command> [options] [--json]
+
+  accounts create --name NAME [--plan PLAN]           create an account
+  keys create --account ID --scopes a:b,c:d [--unmetered]
+                                                      issue an API key (the secret is shown once)
+  keys revoke --id KEY_ID                             revoke a key at once
+  migrate                                             apply database migrations
+
+Scopes: ${Scopes.join(", ")}
+Connects to DATABASE_URL, or to the embedded PostgreSQL under DATA_DIR (the running one if the
+service is up).`
+
+class UsageError extends Error {}
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  strict: false,
+  options: {
+    name: { type: "string" },
+    plan: { type: "string" },
+    account: { type: "string" },
+    scopes: { type: "string" },
+    unmetered: { type: "boolean" },
+    id: { type: "string" },
+    json: { type: "boolean" },
+    help: { type: "boolean", short: "h" }
+  }
+})
+
+const str = (name: string): string => {
+  const v = values[name]
+  if (typeof v !== "string" || v.trim() === "") throw new UsageError(`--${name} is required`)
+  return v.trim()
+}
+
+const parseScopes = (raw: string): Array<Scope> => {
+  const list = raw
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+  const unknown = list.filter((s) => !isScope(s))
+  if (unknown.length > 0) throw new UsageError(`unknown scope(s): ${unknown.join(", ")}; valid: ${Scopes.join(", ")}`)
+  if (list.length === 0) throw new UsageError("--scopes needs at least one scope")
+  return [...new Set(list)] as Array<Scope>
+}
+
+const command = (): Effect.Effect<unknown, unknown, Accounts> => {
+  const [area, verb] = positionals
+  switch (`${area} ${verb ?? ""}`.trim()) {
+    case "accounts create": {
+      const name = str("name")
+      const plan = typeof values.plan === "string" ? values.plan : "free"
+      return Effect.flatMap(Accounts, (a) => a.createAccount({ name, plan }))
+    }
+    case "keys create": {
+      const accountId = str("account")
+      const scopes = parseScopes(str("scopes"))
+      const unmetered = values.unmetered === true
+      return Effect.flatMap(Accounts, (a) => a.createKey({ accountId, scopes, unmetered }))
+    }
+    case "keys revoke": {
+      const id = str("id")
+      return Effect.flatMap(Accounts, (a) => a.revokeKey(id))
+    }
+    case "migrate":
+      // Building the database layer applies every pending migration.
+      return Effect.succeed({ migrated: true })
+    default:
+      throw new UsageError(area === undefined ? "a command is required" : `unknown command: ${positionals.join(" ")}`)
+  }
+}
+
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, values.json ? 0 : 2)}\n`)
+const printError = (code: string, message: string) => {
+  process.stderr.write(`${JSON.stringify({ error: { code, message } })}\n`)
+  process.exitCode = code === "usage" ? 2 : 1
+}
+
+if (values.help === true) {
+  process.stdout.write(`${USAGE}\n`)
+} else {
+  let program: Effect.Effect<unknown, unknown, Accounts>
+  try {
+    program = command()
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e
+    printError("usage", `${e.message}\n${USAGE}`)
+    program = Effect.void
+  }
+  if (process.exitCode === undefined) {
+    const layer = Accounts.layer.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(AppConfig.layer))
+    NodeRuntime.runMain(
+      program.pipe(
+        Effect.tap(print),
+        Effect.catchAll((e: any) =>
+          Effect.sync(() => {
+            const tag = typeof e?._tag === "string" ? e._tag : "error"
+            const code = tag.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase()
+            printError(code, e?.message || `${tag}${e?.id ? `: ${e.id}` : ""}`)
+          })
+        ),
+        Effect.provide(layer),
+        Effect.provide(Logger.minimumLogLevel(LogLevel.Warning)),
+        Effect.catchAllCause((cause) => Effect.sync(() => printError("failed", String(cause))))
+      ),
+      { disablePrettyLogger: true, disableErrorReporting: true }
+    )
+  }
+}

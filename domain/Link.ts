@@ -1,0 +1,102 @@
+import { Schema } from "effect"
+
+export const MAX_URL_LENGTH = 2048
+export const SLUG_PATTERN = /^[A-Za-z0-9_-]{4,32}$/
+
+/**
+ * Paths the short host (and the API host) use for themselves. A slug never shadows them,
+ * whatever its case.
+ */
+export const RESERVED_SLUGS: ReadonlySet<string> = new Set([
+  "healthz",
+  "readyz",
+  "livez",
+  "health",
+  "ready",
+  "metrics",
+  "status",
+  "openapi",
+  "openapi.json",
+  "favicon.ico",
+  "robots.txt",
+  "api",
+  "v1",
+  "v2",
+  "admin",
+  "static",
+  "assets",
+  "_next",
+  "www",
+  "login",
+  "logout",
+  "signup",
+  "account",
+  "settings",
+  "docs",
+  "help",
+  "about",
+  "qr",
+  "links",
+  "images",
+  "usage",
+  "snapshots",
+  "domains",
+  "well-known",
+  ".well-known"
+])
+
+export const isReservedSlug = (slug: string): boolean => RESERVED_SLUGS.has(slug.toLowerCase())
+
+/** An absolute http(s) URL with a host, no credentials-free check: the browser follows it as given. */
+export const isHttpUrl = (value: string): boolean => {
+  if (!URL.canParse(value)) return false
+  const url = new URL(value)
+  return (url.protocol === "http:" || url.protocol === "https:") && url.hostname.length > 0
+}
+
+export const DestinationUrl = Schema.String.pipe(
+  Schema.maxLength(MAX_URL_LENGTH, {
+    message: () => `must be at most ${MAX_URL_LENGTH} characters`
+  }),
+  Schema.filter((s) => isHttpUrl(s) || "must be an absolute http or https URI"),
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
+  Schema.filter((s) => !/[\u0000-\u001f\u007f\s]/.test(s) || "must not contain whitespace or control characters")
+).annotations({
+  identifier: "DestinationUrl",
+  description: "An absolute http or https URI, at most 2048 characters.",
+  jsonSchema: { type: "string", format: "uri", maxLength: MAX_URL_LENGTH }
+})
+
+export const CustomSlug = Schema.String.pipe(
+  Schema.pattern(SLUG_PATTERN, {
+    message: () => "must match ^[A-Za-z0-9_-]{4,32}$"
+  })
+).annotations({
+  identifier: "CustomSlug",
+  description: "4 to 32 characters from A-Z, a-z, 0-9, underscore and hyphen.",
+  jsonSchema: { type: "string", pattern: "^[A-Za-z0-9_-]{4,32}$", minLength: 4, maxLength: 32 }
+})
+
+export const LinkStatus = Schema.Literal("active", "disabled").annotations({ identifier: "LinkStatus" })
+export type LinkStatus = typeof LinkStatus.Type
+
+export const Utm = Schema.Struct({
+  utm_source: Schema.optional(Schema.String),
+  utm_medium: Schema.optional(Schema.String),
+  utm_campaign: Schema.optional(Schema.String),
+  utm_term: Schema.optional(Schema.String),
+  utm_content: Schema.optional(Schema.String)
+}).annotations({ identifier: "Utm" })
+
+/** The stored state of a link: what the repository reads and writes. */
+export interface LinkRow {
+  readonly id: string
+  readonly accountId: string
+  readonly slug: string
+  readonly destinationUrl: string
+  readonly status: LinkStatus
+  readonly utm: typeof Utm.Type | null
+  readonly expiresAt: Date | null
+  readonly createdAt: Date
+  readonly updatedAt: Date
+}

@@ -1,0 +1,97 @@
+import { createHash, timingSafeEqual } from "node:crypto"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Data, Effect, Layer, Option } from "effect"
+import type { Scope } from "../domain/Scope.js"
+import { newId, randomBase62 } from "./Ids.js"
+
+/** Who is calling: resolved from the API key on every request. */
+export interface Principal {
+  readonly keyId: string
+  readonly accountId: string
+  readonly plan: string
+  readonly scopes: ReadonlySet<string>
+  readonly unmetered: boolean
+}
+
+export class AccountNotFound extends Data.TaggedError("AccountNotFound")<{ readonly id: string }> {}
+export class KeyNotFound extends Data.TaggedError("KeyNotFound")<{ readonly id: string }> {}
+
+// sk_<key id: 22 base62>_<secret: 64 hex>. The id part finds the record; only the SHA-256
+// of the secret is stored, and it is compared in constant time.
+const KEY_FORMAT = /^sk_([0-9A-Za-z]{22})_([0-9a-f]{64})$/
+
+export const looksLikeApiKey = (s: string): boolean => /sk_[0-9A-Za-z]{22}_[0-9a-f]{16,}/.test(s)
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest()
+
+const make = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+
+  const createAccount = (input: { readonly name: string; readonly plan: string }) =>
+    Effect.gen(function* () {
+      const id = newId("acct")
+      yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${id}, ${input.name}, ${input.plan})`
+      return { id, name: input.name, plan: input.plan }
+    })
+
+  const createKey = (input: {
+    readonly accountId: string
+    readonly scopes: ReadonlyArray<Scope>
+    readonly unmetered: boolean
+  }) =>
+    Effect.gen(function* () {
+      const account = yield* sql`SELECT id FROM accounts WHERE id = ${input.accountId}`
+      if (account.length === 0) return yield* new AccountNotFound({ id: input.accountId })
+      const idPart = randomBase62(22)
+      const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")
+      const id = `key_${idPart}`
+      yield* sql`
+        INSERT INTO api_keys (id, account_id, secret_hash, scopes, unmetered)
+        VALUES (${id}, ${input.accountId}, ${sha256(secret)}, string_to_array(${input.scopes.join(",")}, ','), ${input.unmetered})`
+      return { id, key: `sk_${idPart}_${secret}`, scopes: input.scopes, unmetered: input.unmetered }
+    })
+
+  const revokeKey = (id: string) =>
+    Effect.gen(function* () {
+      const rows = yield* sql`
+        UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id} RETURNING id, revoked_at`
+      if (rows.length === 0) return yield* new KeyNotFound({ id })
+      return { id, revoked_at: (rows[0]!.revoked_at as Date).toISOString() }
+    })
+
+  const authenticate = (token: string): Effect.Effect<Option.Option<Principal>> => {
+    const match = KEY_FORMAT.exec(token)
+    if (match === null) return Effect.succeedNone
+    const [, idPart, secret] = match
+    return sql<{
+      account_id: string
+      secret_hash: Buffer
+      scopes: Array<string>
+      unmetered: boolean
+      plan: string
+    }>`
+      SELECT k.account_id, k.secret_hash, k.scopes, k.unmetered, a.plan
+      FROM api_keys k JOIN accounts a ON a.id = k.account_id
+      WHERE k.id = ${`key_${idPart}`} AND k.revoked_at IS NULL`.pipe(
+      Effect.map((rows) => {
+        const row = rows[0]
+        if (row === undefined) return Option.none()
+        if (!timingSafeEqual(row.secret_hash, sha256(secret!))) return Option.none()
+        return Option.some<Principal>({
+          keyId: `key_${idPart}`,
+          accountId: row.account_id,
+          plan: row.plan,
+          scopes: new Set(row.scopes),
+          unmetered: row.unmetered
+        })
+      }),
+      Effect.orDie
+    )
+  }
+
+  return { createAccount, createKey, revokeKey, authenticate } as const
+})
+
+export class Accounts extends Context.Tag("Accounts")<Accounts, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(Accounts, make)
+}

@@ -1,0 +1,51 @@
+import { Config, Context, Effect, Layer, type Option, type Redacted } from "effect"
+
+const httpBase = (name: string, fallback: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({
+      message: "must be an absolute http(s) URL",
+      validation: (s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol)
+    }),
+    Config.map((s) => s.replace(/\/+$/, ""))
+  )
+
+const port = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: "must be a TCP port (0 to 65535)", validation: (n) => n >= 0 && n <= 65535 })
+  )
+
+/** Every setting the service reads, read once at start. Names are stable: scripts rely on them. */
+export const appConfig = Config.all({
+  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
+  apiPort: port("API_PORT", 8080),
+  shortPort: port("SHORT_PORT", 8081),
+  mediaPort: port("MEDIA_PORT", 8082),
+  apiBase: httpBase("PUBLIC_API_BASE", "http://localhost:8080/v1").pipe(
+    Config.validate({ message: "must end with /v1", validation: (s) => s.endsWith("/v1") })
+  ),
+  shortBase: httpBase("PUBLIC_SHORT_BASE", "http://localhost:8081"),
+  imageHost: httpBase("PUBLIC_IMAGE_HOST", "http://localhost:8082"),
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL"))
+})
+
+export interface AppConfigShape {
+  readonly dataDir: string
+  readonly apiPort: number
+  readonly shortPort: number
+  readonly mediaPort: number
+  readonly apiBase: string
+  readonly shortBase: string
+  readonly imageHost: string
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+}
+
+export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShape>() {
+  static readonly layer = Layer.effect(AppConfig, appConfig)
+  static readonly make = (overrides: Partial<AppConfigShape>) =>
+    Layer.effect(
+      AppConfig,
+      Effect.map(appConfig, (c) => ({ ...c, ...overrides }))
+    )
+}

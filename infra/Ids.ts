@@ -1,0 +1,20 @@
+import { randomBytes, randomInt } from "node:crypto"
+
+const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+/** Uniform random base62 string from the system CSPRNG (rejection-free via randomInt). */
+export const randomBase62 = (length: number): string => {
+  let out = ""
+  for (let i = 0; i < length; i++) out += ALPHABET[randomInt(62)]
+  return out
+}
+
+/** 128 bits of randomness: unguessable ids for records. */
+export const newId = (prefix: string): string => `${prefix}_${randomBase62(22)}`
+
+/** Short-link slugs: 7 base62 characters (about 41 bits); collisions are retried by the caller. */
+export const newSlug = (): string => randomBase62(7)
+
+export const newSecret = (): string => randomBytes(32).toString("base64url")
+
+export const newRequestId = (): string => `req_${randomBase62(20)}`

@@ -1,0 +1,120 @@
+import { PgClient } from "@effect/sql-pg"
+import { Chunk, Context, Effect, Layer, Option, Stream } from "effect"
+import type { LinkRow, LinkStatus } from "../domain/Link.js"
+
+interface DbLink {
+  seq: string
+  id: string
+  account_id: string
+  slug: string
+  destination_url: string
+  status: LinkStatus
+  utm: LinkRow["utm"]
+  expires_at: Date | null
+  created_at: Date
+  updated_at: Date
+}
+
+const toRow = (r: DbLink): LinkRow & { readonly seq: bigint } => ({
+  seq: BigInt(r.seq),
+  id: r.id,
+  accountId: r.account_id,
+  slug: r.slug,
+  destinationUrl: r.destination_url,
+  status: r.status,
+  utm: r.utm,
+  expiresAt: r.expires_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at
+})
+
+export interface LinkSearch {
+  readonly afterSeq?: bigint | undefined
+  readonly limit: number
+  readonly q?: string | undefined
+  readonly status?: LinkStatus | undefined
+  readonly createdAfter?: Date | undefined
+  readonly createdBefore?: Date | undefined
+}
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+const make = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+
+  /** Inserts unless the slug is taken; returns None on a slug conflict. */
+  const insert = (link: Omit<LinkRow, "createdAt" | "updatedAt">) =>
+    sql<DbLink>`
+      INSERT INTO links (id, account_id, slug, destination_url, status, utm, expires_at)
+      VALUES (${link.id}, ${link.accountId}, ${link.slug}, ${link.destinationUrl}, ${link.status},
+              ${link.utm === null ? null : sql.json(link.utm)}, ${link.expiresAt})
+      ON CONFLICT (slug) DO NOTHING
+      RETURNING *`.pipe(
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRow)),
+      Effect.orDie
+    )
+
+  const find = (accountId: string, id: string) =>
+    sql<DbLink>`SELECT * FROM links WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRow)),
+      Effect.orDie
+    )
+
+  /** Locks the row for the rest of the transaction. */
+  const findForUpdate = (accountId: string, id: string) =>
+    sql<DbLink>`SELECT * FROM links WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`.pipe(
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRow)),
+      Effect.orDie
+    )
+
+  const setDestination = (id: string, destinationUrl: string) =>
+    sql<DbLink>`
+      UPDATE links SET destination_url = ${destinationUrl}, updated_at = now()
+      WHERE id = ${id} RETURNING *`.pipe(
+      Effect.map((rows) => toRow(rows[0]!)),
+      Effect.orDie
+    )
+
+  const disable = (id: string) =>
+    sql<DbLink>`
+      UPDATE links SET status = 'disabled', updated_at = now()
+      WHERE id = ${id} RETURNING *`.pipe(
+      Effect.map((rows) => toRow(rows[0]!)),
+      Effect.orDie
+    )
+
+  const search = (accountId: string, s: LinkSearch) => {
+    const conditions = [sql`account_id = ${accountId}`]
+    if (s.afterSeq !== undefined) conditions.push(sql`seq < ${s.afterSeq.toString()}`)
+    if (s.q !== undefined && s.q !== "") {
+      const pattern = `%${escapeLike(s.q)}%`
+      conditions.push(sql`(slug ILIKE ${pattern} OR destination_url ILIKE ${pattern})`)
+    }
+    if (s.status !== undefined) conditions.push(sql`status = ${s.status}`)
+    if (s.createdAfter !== undefined) conditions.push(sql`created_at > ${s.createdAfter}`)
+    if (s.createdBefore !== undefined) conditions.push(sql`created_at < ${s.createdBefore}`)
+    return sql<DbLink>`
+      SELECT * FROM links WHERE ${sql.and(conditions)}
+      ORDER BY seq DESC LIMIT ${s.limit}`.pipe(
+      Effect.map((rows) => rows.map(toRow)),
+      Effect.orDie
+    )
+  }
+
+  /** Every link of the account, newest first, read in keyset pages so memory stays flat. */
+  const streamAll = (accountId: string, pageSize = 500) =>
+    Stream.paginateChunkEffect(undefined as bigint | undefined, (afterSeq) =>
+      search(accountId, { afterSeq, limit: pageSize }).pipe(
+        Effect.map((rows) => {
+          const last = rows.at(-1)
+          return [Chunk.unsafeFromArray(rows), rows.length === pageSize && last ? Option.some(last.seq) : Option.none()]
+        })
+      )
+    )
+
+  return { insert, find, findForUpdate, setDestination, disable, search, streamAll } as const
+})
+
+export class Links extends Context.Tag("Links")<Links, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(Links, make)
+}

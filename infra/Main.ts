@@ -1,0 +1,32 @@
+import { NodeRuntime } from "@effect/platform-node"
+import { Cause, Config, ConfigError, Effect, Layer, Logger, LogLevel, Option } from "effect"
+
+/** LOG_LEVEL (default Info) and one JSON object per log line. */
+export const LoggingLive = Layer.unwrapEffect(
+  Effect.map(Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)), (level) =>
+    Layer.merge(Logger.json, Logger.minimumLogLevel(level))
+  )
+)
+
+/**
+ * Runs an app until SIGINT/SIGTERM, then releases its layers in reverse order: the HTTP
+ * server stops accepting and drains in-flight requests, then pools close, then the
+ * embedded database stops. A bad setting stops start-up with one line naming it.
+ */
+export const runMain = <E>(app: Layer.Layer<never, E>) =>
+  NodeRuntime.runMain(
+    Layer.launch(app).pipe(
+      Effect.provide(LoggingLive),
+      Effect.catchAllCause((cause) => {
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure) && ConfigError.isConfigError(failure.value)) {
+          return Effect.sync(() => {
+            process.stderr.write(`configuration error: ${String(failure.value)}\n`)
+            process.exitCode = 1
+          })
+        }
+        return Effect.failCause(cause)
+      })
+    ),
+    { disablePrettyLogger: true }
+  )

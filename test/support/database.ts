@@ -1,0 +1,19 @@
+import { randomBytes } from "node:crypto"
+import pg from "pg"
+import { inject } from "vitest"
+
+/** A fresh, empty database on the suite's server: each test file gets its own. */
+export const createTestDatabase = async (): Promise<string> => {
+  const serverUrl = inject("pgServerUrl")
+  const name = `t_${randomBytes(6).toString("hex")}`
+  const client = new pg.Client({ connectionString: serverUrl })
+  await client.connect()
+  try {
+    await client.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await client.end()
+  }
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  return url.toString()
+}
