@@ -1,4 +1,4 @@
-import { Config, Context, Effect, Layer, type Option, type Redacted } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 
 const httpBase = (name: string, fallback: string) =>
   Config.string(name).pipe(
@@ -27,7 +27,10 @@ export const appConfig = Config.all({
   ),
   shortBase: httpBase("PUBLIC_SHORT_BASE", "http://localhost:8081"),
   imageHost: httpBase("PUBLIC_IMAGE_HOST", "http://localhost:8082"),
-  databaseUrl: Config.option(Config.redacted("DATABASE_URL"))
+  // Empty counts as unset: the embedded default.
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL")).pipe(
+    Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
+  )
 })
 
 export interface AppConfigShape {

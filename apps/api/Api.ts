@@ -1,11 +1,9 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import * as E from "./Errors.js"
 import { LinksApi } from "./Links/Api.js"
-import { Authentication } from "./Security.js"
 
 export class Api extends HttpApi.make("v1")
   .add(LinksApi)
-  .middleware(Authentication)
   .addError(E.InvalidRequest)
   .addError(E.Unauthenticated)
   .addError(E.ApiScopeRequired)

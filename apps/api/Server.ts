@@ -1,10 +1,9 @@
-import { createServer } from "node:http"
 import { HttpApiBuilder, HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { Links } from "../../infra/Links.js"
+import { nodeServerLayer } from "../../infra/NodeServer.js"
 import { Outbox } from "../../infra/Outbox.js"
 import { Api } from "./Api.js"
 import { LinksHttp } from "./Links/Http.js"
@@ -36,9 +35,6 @@ export const ApiHttpLive = Layer.unwrapScoped(
 /** The API on its own port (API_PORT). */
 export const ApiServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
-    ApiHttpLive.pipe(
-      HttpServer.withLogAddress,
-      Layer.provide(NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 65_000 }), { port: config.apiPort }))
-    )
+    ApiHttpLive.pipe(HttpServer.withLogAddress, Layer.provide(nodeServerLayer({ port: config.apiPort })))
   )
 )

@@ -7,7 +7,7 @@ import type { Scope } from "../../domain/Scope.js"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { DatabaseLive } from "../../infra/Database.js"
-import { createTestDatabase } from "./database.js"
+import { createTestDatabase, dropTestDatabase } from "./database.js"
 
 export interface TestApi {
   readonly baseUrl: string
@@ -71,7 +71,10 @@ export const startTestApi = async (overrides: { shortBase?: string } = {}): Prom
     revokeKey: async (keyId) => {
       await run(Effect.flatMap(Accounts, (a) => a.revokeKey(keyId)))
     },
-    close: () => runtime.dispose()
+    close: async () => {
+      await runtime.dispose()
+      await dropTestDatabase(databaseUrl)
+    }
   }
 }
 

@@ -17,3 +17,14 @@ export const createTestDatabase = async (): Promise<string> => {
   url.pathname = `/${name}`
   return url.toString()
 }
+
+export const dropTestDatabase = async (databaseUrl: string): Promise<void> => {
+  const name = new URL(databaseUrl).pathname.slice(1)
+  const client = new pg.Client({ connectionString: inject("pgServerUrl") })
+  await client.connect()
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  } finally {
+    await client.end()
+  }
+}

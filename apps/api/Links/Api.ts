@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { CustomSlug, DestinationUrl, LinkStatus, Utm } from "../../../domain/Link.js"
 import * as E from "../Errors.js"
-import { RequiredScope } from "../Security.js"
+import { Authentication, RequiredScope } from "../Security.js"
 import { Envelope, idempotent, jsonBody, Page } from "../Shared.js"
 
 export const Link = Schema.Struct({
@@ -161,4 +161,5 @@ export class LinksApi extends HttpApiGroup.make("links")
       .addError(E.NotFound)
       .annotate(scope, "links:read")
       .annotate(OpenApi.Summary, "Download the QR code of a Short Link")
-  ) {}
+  )
+  .middleware(Authentication) {}

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# API throughput benchmark: link create, link read, and a bare @effect/platform baseline,
+# all measured in ONE run on this machine, so the ratio read_rps/bare_rps is comparable
+# across noisy machines even when the absolute numbers are not. It never fails on speed;
+# it fails only if something does not start or a phase gets errors instead of answers.
+#
+#   bash bench/api.sh            (or: npm run bench:api)
+#
+# Tunables (environment):
+#   BENCH_DURATION=10s      length of each measured wrk phase
+#   BENCH_WARMUP=3s         length of the warm-up before each phase (0 to skip)
+#   BENCH_THREADS=2         wrk threads
+#   BENCH_CONNECTIONS=32    wrk connections
+#   BENCH_API_PORT=18480    first port tried for the API (next free one is used)
+#   BENCH_BARE_PORT=18490   first port tried for the bare server
+#   BENCH_KEEP=1            keep the temporary DATA_DIR and server logs
+#
+# Everything runs in a temporary DATA_DIR with the embedded PostgreSQL (DATABASE_URL is
+# ignored), the service with LOG_LEVEL=Warn. Human-readable lines come first; the last
+# line on stdout is exactly one JSON object:
+#   {"create_rps": N, "read_rps": N, "bare_rps": N, "read_ratio": N}
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+
+DURATION=${BENCH_DURATION:-10s}
+WARMUP=${BENCH_WARMUP:-3s}
+THREADS=${BENCH_THREADS:-2}
+CONNECTIONS=${BENCH_CONNECTIONS:-32}
+
+log() { printf '%s\n' "$*"; }
+die() {
+  printf 'bench/api.sh: %s\n' "$*" >&2
+  exit 1
+}
+
+# --- wrk -------------------------------------------------------------------------------
+if ! command -v wrk >/dev/null 2>&1; then
+  log "wrk not found; installing it with apt-get"
+  if [ "$(id -u)" -eq 0 ]; then
+    (apt-get install -y -qq wrk >/dev/null 2>&1 || { apt-get update -qq >/dev/null && apt-get install -y -qq wrk >/dev/null; }) ||
+      die "could not install wrk (apt-get install -y wrk)"
+  else
+    (sudo apt-get install -y -qq wrk >/dev/null 2>&1 || { sudo apt-get update -qq >/dev/null && sudo apt-get install -y -qq wrk >/dev/null; }) ||
+      die "wrk is missing; install it: apt-get install -y wrk"
+  fi
+  command -v wrk >/dev/null 2>&1 || die "wrk is still missing after apt-get"
+fi
+command -v curl >/dev/null 2>&1 || die "curl is required"
+[ -d node_modules/tsx ] || die "node_modules is missing: run npm ci first"
+
+# --- temporary data dir, ports ---------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-bench.XXXXXX")
+DATA_DIR_BENCH=$TMP/data
+mkdir -p "$DATA_DIR_BENCH"
+# As root the embedded PostgreSQL runs as the `postgres` user, which must be able to
+# traverse every directory above its data dir (mktemp makes this one 0700).
+chmod 0711 "$TMP"
+API_PID=""
+BARE_PID=""
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+TAKEN_PORTS=" "
+# free_port VAR FIRST: the first port from FIRST that nothing listens on and that this
+# script has not handed out yet, into VAR.
+free_port() {
+  local p=$2
+  while port_in_use "$p" || [[ $TAKEN_PORTS == *" $p "* ]]; do
+    p=$((p + 1))
+    [ "$p" -lt 65535 ] || die "no free port from $2"
+  done
+  TAKEN_PORTS="$TAKEN_PORTS$p "
+  printf -v "$1" '%s' "$p"
+}
+
+# Stop one process we started: SIGTERM, wait up to $2 s, then SIGKILL.
+stop_pid() {
+  local pid=$1 secs=${2:-30} i
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < secs * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    printf 'bench/api.sh: pid %s did not stop after SIGTERM; killing it\n' "$pid" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  stop_pid "$BARE_PID" 10
+  stop_pid "$API_PID" 60
+  # The API stops its embedded PostgreSQL on shutdown; if it could not (killed), stop the
+  # server that belongs to our temporary data dir (and only that one).
+  local pidfile=$DATA_DIR_BENCH/postgres/postmaster.pid pgpid i
+  if [ -f "$pidfile" ]; then
+    pgpid=$(head -n 1 "$pidfile" 2>/dev/null || true)
+    if [[ $pgpid =~ ^[0-9]+$ ]] && kill -0 "$pgpid" 2>/dev/null; then
+      printf 'bench/api.sh: stopping leftover embedded PostgreSQL (pid %s)\n' "$pgpid" >&2
+      kill -INT "$pgpid" 2>/dev/null || true
+      for ((i = 0; i < 300; i++)); do
+        kill -0 "$pgpid" 2>/dev/null || break
+        sleep 0.1
+      done
+      kill -0 "$pgpid" 2>/dev/null && kill -KILL "$pgpid" 2>/dev/null || true
+    fi
+  fi
+  if [ "$status" -ne 0 ]; then
+    for f in api.log bare.log; do
+      if [ -s "$TMP/$f" ]; then
+        printf -- '--- last lines of %s ---\n' "$f" >&2
+        tail -n 30 "$TMP/$f" >&2 || true
+      fi
+    done
+  fi
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then
+    printf 'bench/api.sh: kept %s\n' "$TMP" >&2
+  else
+    rm -rf "$TMP"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port API_PORT "${BENCH_API_PORT:-18480}"
+free_port BARE_PORT "${BENCH_BARE_PORT:-18490}"
+# The service may open more listeners; keep them off anything already running too.
+free_port SHORT_PORT $((API_PORT + 1))
+free_port MEDIA_PORT $((SHORT_PORT + 1))
+API=http://127.0.0.1:$API_PORT
+
+# The service's environment: embedded engines under the temporary DATA_DIR.
+unset DATABASE_URL
+export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT LOG_LEVEL=Warn
+export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
+
+# Wait until something answers HTTP on $1 (any status), while pid $2 is alive.
+wait_http() {
+  local url=$1 pid=$2 name=$3 secs=${4:-180} i
+  for ((i = 0; i < secs * 5; i++)); do
+    kill -0 "$pid" 2>/dev/null || die "$name exited during start-up"
+    if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" || true)" != 000 ]; then return 0; fi
+    sleep 0.2
+  done
+  die "$name did not answer on $url within ${secs}s"
+}
+
+NODE_VERSION=$(node --version)
+log "bench: node $NODE_VERSION, $(nproc 2>/dev/null || echo '?') cpus, wrk -t$THREADS -c$CONNECTIONS -d$DURATION (warm-up $WARMUP)"
+
+# --- start the service and the bare server (same Node, same tsx loader) -------------------
+start=$(date +%s)
+node --import tsx apps/all/main.ts >"$TMP/api.log" 2>&1 &
+API_PID=$!
+wait_http "$API/v1/openapi.json" "$API_PID" "the API (apps/all/main.ts)"
+log "bench: API up on port $API_PORT after $(($(date +%s) - start))s (embedded PostgreSQL in $DATA_DIR)"
+
+BARE_PORT=$BARE_PORT node --import tsx bench/bare.ts >"$TMP/bare.log" 2>&1 &
+BARE_PID=$!
+wait_http "http://127.0.0.1:$BARE_PORT/health" "$BARE_PID" "the bare server (bench/bare.ts)" 60
+log "bench: bare @effect/platform server up on port $BARE_PORT"
+
+# --- account, key, one link to read -----------------------------------------------------
+json_field() { node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{let v=JSON.parse(s);for(const k of process.argv[1].split("."))v=v?.[k];if(typeof v!=="string"||!v){process.stderr.write("no "+process.argv[1]+" in: "+s+"\n");process.exit(1)}process.stdout.write(v)})' "$1"; }
+
+ACCOUNT_JSON=$(npm run --silent cli -- accounts create --name bench --json) || die "cli accounts create failed"
+ACCOUNT_ID=$(printf '%s' "$ACCOUNT_JSON" | tail -n 1 | json_field id) || die "cli accounts create printed no id"
+KEY_JSON=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes links:read,links:write --json) ||
+  die "cli keys create failed"
+API_KEY=$(printf '%s' "$KEY_JSON" | tail -n 1 | json_field key) || die "cli keys create printed no key"
+log "bench: account $ACCOUNT_ID, key $(printf '%s' "$KEY_JSON" | tail -n 1 | json_field id)"
+
+CREATE_OUT=$(curl -sS --max-time 30 -w '\n%{http_code}' -X POST "$API/v1/links" \
+  -H "Authorization: Bearer $API_KEY" -H "Content-Type: application/json" \
+  -H "Idempotency-Key: bench-setup-$$-$RANDOM$RANDOM" \
+  --data '{"url":"https://example.com/bench/read"}') || die "POST /v1/links failed"
+CREATE_STATUS=$(printf '%s' "$CREATE_OUT" | tail -n 1)
+[[ $CREATE_STATUS == 2* ]] || die "POST /v1/links answered $CREATE_STATUS: $(printf '%s' "$CREATE_OUT" | head -n -1)"
+LINK_ID=$(printf '%s' "$CREATE_OUT" | head -n -1 | json_field data.id) || die "POST /v1/links returned no data.id"
+READ_STATUS=$(curl -s -o /dev/null -w '%{http_code}' --max-time 30 -H "Authorization: Bearer $API_KEY" "$API/v1/links/$LINK_ID")
+[ "$READ_STATUS" = 200 ] || die "GET /v1/links/$LINK_ID answered $READ_STATUS"
+log "bench: link $LINK_ID to read"
+
+# --- phases ---------------------------------------------------------------------------
+export BENCH_API_KEY=$API_KEY BENCH_DIR=$ROOT/bench
+RUN_ID=$(date +%s)-$$
+
+# run_phase NAME URL [wrk args...]: warm-up, then the measured run; sets RESULT_<NAME>.
+run_phase() {
+  local name=$1 url=$2
+  shift 2
+  local out=$TMP/wrk-$name.txt line
+  if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
+    BENCH_RUN_ID=$RUN_ID-warm wrk -t"$THREADS" -c"$CONNECTIONS" -d"$WARMUP" --timeout 10s "$@" "$url" >"$TMP/wrk-$name-warm.txt" 2>&1 ||
+      die "wrk warm-up of $name failed: $(cat "$TMP/wrk-$name-warm.txt")"
+  fi
+  sleep 1
+  BENCH_RUN_ID=$RUN_ID wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --timeout 10s --latency "$@" "$url" >"$out" 2>&1 ||
+    die "wrk $name failed: $(cat "$out")"
+  line=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
+  [ -n "$line" ] || die "wrk $name printed no result: $(cat "$out")"
+  node -e '
+    const [name, json] = process.argv.slice(1)
+    const r = JSON.parse(json)
+    console.log(`${name.padEnd(6)} ${r.rps.toFixed(1).padStart(9)} req/s   p50 ${r.p50_ms.toFixed(2)} ms   p99 ${r.p99_ms.toFixed(2)} ms   (${r.requests} requests in ${r.duration_s.toFixed(1)} s, non-2xx ${r.non2xx}, socket errors ${r.socket_errors})`)
+    const bad = r.non2xx + r.socket_errors
+    if (r.requests === 0 || bad > r.requests * 0.01) {
+      console.error(`bench/api.sh: ${name}: ${bad} of ${r.requests} requests failed; the figure is not a throughput`)
+      process.exit(1)
+    }' "$name" "$line" || die "phase $name had errors (see $out)"
+  printf -v "RESULT_$name" '%s' "$line"
+}
+
+log "bench: create = POST /v1/links (new Idempotency-Key each), read = GET /v1/links/{id}, bare = fixed JSON"
+run_phase create "$API" -s bench/create.lua
+run_phase read "$API/v1/links/$LINK_ID" -s bench/report.lua -H "Authorization: Bearer $API_KEY"
+run_phase bare "http://127.0.0.1:$BARE_PORT/v1/links/$LINK_ID" -s bench/report.lua -H "Authorization: Bearer $API_KEY"
+
+# --- summary ----------------------------------------------------------------------------
+node -e '
+  const [c, r, b] = process.argv.slice(1).map((s) => JSON.parse(s))
+  const round = (x, d) => Number(x.toFixed(d))
+  console.log(`ratios: read/bare ${(r.rps / b.rps).toFixed(3)}, create/bare ${(c.rps / b.rps).toFixed(3)}, create/read ${(c.rps / r.rps).toFixed(3)}`)
+  console.log(`{"create_rps": ${round(c.rps, 1)}, "read_rps": ${round(r.rps, 1)}, "bare_rps": ${round(b.rps, 1)}, "read_ratio": ${round(r.rps / b.rps, 4)}}`)
+' "$RESULT_create" "$RESULT_read" "$RESULT_bare"

@@ -1,0 +1,171 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { call } from "../support/api.js"
+
+/**
+ * The real process, as an operator runs it: `npm start` on the embedded default, the CLI
+ * beside it, and SIGTERM at the end.
+ */
+const root = path.resolve(import.meta.dirname, "../..")
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-e2e-"))
+let port = 0
+let proc: ChildProcess | undefined
+let output = ""
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const p = (s.address() as net.AddressInfo).port
+      s.close(() => resolve(p))
+    })
+  })
+
+const env = () => ({
+  ...process.env,
+  DATA_DIR: dataDir,
+  API_PORT: String(port),
+  PUBLIC_API_BASE: `http://127.0.0.1:${port}/v1`,
+  LOG_LEVEL: "Info",
+  DATABASE_URL: ""
+})
+
+const start = async () => {
+  output = ""
+  proc = spawn(process.execPath, ["--import", "tsx", "apps/all/main.ts"], { cwd: root, env: env() })
+  proc.stdout!.on("data", (c) => (output += c))
+  proc.stderr!.on("data", (c) => (output += c))
+  const deadline = Date.now() + 90_000
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`)
+      if (res.status === 200) return
+    } catch {}
+    if (proc.exitCode !== null) throw new Error(`service exited: ${output}`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  throw new Error(`service did not become ready: ${output}`)
+}
+
+const exited = (p: ChildProcess) =>
+  new Promise<number | null>((resolve) =>
+    p.exitCode !== null ? resolve(p.exitCode) : p.once("exit", (code) => resolve(code))
+  )
+
+const cli = (...args: Array<string>) =>
+  JSON.parse(
+    execFileSync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
+      cwd: root,
+      env: env()
+    }).toString()
+  )
+
+const postgresRunning = () => {
+  const pidFile = path.join(dataDir, "postgres", "postmaster.pid")
+  if (!fs.existsSync(pidFile)) return false
+  const pid = Number(fs.readFileSync(pidFile, "utf8").split("\n")[0])
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+beforeAll(async () => {
+  port = await freePort()
+  await start()
+}, 120_000)
+
+afterAll(async () => {
+  if (proc && proc.exitCode === null) {
+    proc.kill("SIGTERM")
+    await exited(proc)
+  }
+  fs.rmSync(dataDir, { recursive: true, force: true })
+})
+
+describe("the service as a process (embedded default)", () => {
+  let key = ""
+  let keyId = ""
+  let linkId = ""
+
+  it("the CLI creates an account and a key while the embedded server runs", () => {
+    const account = cli("accounts", "create", "--name", "e2e")
+    expect(account.id).toMatch(/^acct_/)
+    const created = cli("keys", "create", "--account", account.id, "--scopes", "links:read,links:write")
+    expect(created.key).toMatch(/^sk_/)
+    key = created.key
+    keyId = created.id
+  })
+
+  it("the CLI rejects unknown scopes and unknown accounts with a JSON error and a non-zero exit", () => {
+    expect(() => cli("keys", "create", "--account", "acct_nope", "--scopes", "links:read")).toThrow()
+    expect(() => cli("keys", "create", "--account", "acct_nope", "--scopes", "links:admin")).toThrow()
+  })
+
+  it("an API client creates and reads a link with that key; OpenAPI is served without a key", async () => {
+    const created = await call(`http://127.0.0.1:${port}/v1/links`, {
+      method: "POST",
+      key,
+      body: { url: "https://example.com/e2e" }
+    })
+    expect(created.status, created.text).toBe(201)
+    linkId = created.json.data.id
+    const read = await call(`http://127.0.0.1:${port}/v1/links/${linkId}`, { key })
+    expect(read.json.data.destination_url).toBe("https://example.com/e2e")
+    const openapi = await call(`http://127.0.0.1:${port}/v1/openapi.json`)
+    expect(openapi.json.openapi).toBe("3.1.0")
+  })
+
+  it("no log line ever holds the API key, not even when a client puts it in the URL", async () => {
+    const leaked = await call(`http://127.0.0.1:${port}/v1/links?api_key=${key}`)
+    expect(leaked.status).toBe(401)
+    await new Promise((r) => setTimeout(r, 200))
+    expect(output).toContain('"message":"request"')
+    expect(output).not.toContain(key)
+    expect(output).not.toContain(key.split("_")[2]!)
+  })
+
+  it("a revoked key is refused at once", async () => {
+    cli("keys", "revoke", "--id", keyId)
+    const res = await call(`http://127.0.0.1:${port}/v1/links/${linkId}`, { key })
+    expect(res.status).toBe(401)
+    expect(res.json.error.code).toBe("unauthenticated")
+  })
+
+  it("SIGTERM lets an in-flight request finish, stops PostgreSQL, and loses nothing", async () => {
+    const account = cli("accounts", "create", "--name", "e2e2")
+    const fresh = cli("keys", "create", "--account", account.id, "--scopes", "links:read,links:write").key as string
+    const body = JSON.stringify({ url: "https://example.com/in-flight" })
+    // Send the headers and half the body, signal, then the rest.
+    const socket = net.connect(port, "127.0.0.1")
+    await new Promise((r) => socket.once("connect", r))
+    let response = ""
+    socket.on("data", (c) => (response += c))
+    socket.write(
+      `POST /v1/links HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${fresh}\r\nIdempotency-Key: inflight-0001\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`
+    )
+    await new Promise((r) => setTimeout(r, 300))
+    const done = exited(proc!)
+    proc!.kill("SIGTERM")
+    await new Promise((r) => setTimeout(r, 300))
+    socket.write(body.slice(10))
+    const code = await done
+    await new Promise((r) => setTimeout(r, 100))
+    expect(response).toMatch(/^HTTP\/1\.1 201/)
+    expect(code).toBe(0)
+    expect(postgresRunning()).toBe(false)
+
+    // Restart on the same data: the link acknowledged during shutdown is there.
+    const id = /"id":"(link_[^"]+)"/.exec(response)![1]
+    await start()
+    const read = await call(`http://127.0.0.1:${port}/v1/links/${id}`, { key: fresh })
+    expect(read.status).toBe(200)
+    expect(read.json.data.destination_url).toBe("https://example.com/in-flight")
+  }, 120_000)
+})
