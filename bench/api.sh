@@ -59,6 +59,7 @@ mkdir -p "$DATA_DIR_BENCH"
 chmod 0711 "$TMP"
 API_PID=""
 BARE_PID=""
+WRK_PID=""
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 TAKEN_PORTS=" "
@@ -94,6 +95,7 @@ stop_pid() {
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
+  stop_pid "$WRK_PID" 5
   stop_pid "$BARE_PID" 10
   stop_pid "$API_PID" 60
   # The API stops its embedded PostgreSQL on shutdown; if it could not (killed), stop the
@@ -193,18 +195,29 @@ log "bench: link $LINK_ID to read"
 export BENCH_API_KEY=$API_KEY BENCH_DIR=$ROOT/bench
 RUN_ID=$(date +%s)-$$
 
+# run_wrk OUT ARGS...: wrk in the background so that a signal to this script interrupts
+# the wait at once (bash runs traps only between foreground commands); cleanup stops it.
+run_wrk() {
+  local out=$1 status=0
+  shift
+  wrk -t"$THREADS" -c"$CONNECTIONS" --timeout 10s "$@" >"$out" 2>&1 &
+  WRK_PID=$!
+  wait "$WRK_PID" || status=$?
+  WRK_PID=""
+  return "$status"
+}
+
 # run_phase NAME URL [wrk args...]: warm-up, then the measured run; sets RESULT_<NAME>.
 run_phase() {
   local name=$1 url=$2
   shift 2
   local out=$TMP/wrk-$name.txt line
   if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
-    BENCH_RUN_ID=$RUN_ID-warm wrk -t"$THREADS" -c"$CONNECTIONS" -d"$WARMUP" --timeout 10s "$@" "$url" >"$TMP/wrk-$name-warm.txt" 2>&1 ||
+    BENCH_RUN_ID=$RUN_ID-warm run_wrk "$TMP/wrk-$name-warm.txt" -d"$WARMUP" "$@" "$url" ||
       die "wrk warm-up of $name failed: $(cat "$TMP/wrk-$name-warm.txt")"
   fi
   sleep 1
-  BENCH_RUN_ID=$RUN_ID wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --timeout 10s --latency "$@" "$url" >"$out" 2>&1 ||
-    die "wrk $name failed: $(cat "$out")"
+  BENCH_RUN_ID=$RUN_ID run_wrk "$out" -d"$DURATION" --latency "$@" "$url" || die "wrk $name failed: $(cat "$out")"
   line=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
   [ -n "$line" ] || die "wrk $name printed no result: $(cat "$out")"
   node -e '

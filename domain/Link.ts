@@ -80,12 +80,24 @@ export const CustomSlug = Schema.String.pipe(
 export const LinkStatus = Schema.Literal("active", "disabled").annotations({ identifier: "LinkStatus" })
 export type LinkStatus = typeof LinkStatus.Type
 
+export const MAX_UTM_VALUE_LENGTH = 200
+export const UTM_KEYS = ["utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content"] as const
+
+/** One UTM parameter value: non-empty, at most 200 characters. */
+export const UtmValue = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(MAX_UTM_VALUE_LENGTH, { message: () => `must be at most ${MAX_UTM_VALUE_LENGTH} characters` })
+).annotations({
+  identifier: "UtmValue",
+  jsonSchema: { type: "string", minLength: 1, maxLength: MAX_UTM_VALUE_LENGTH }
+})
+
 export const Utm = Schema.Struct({
-  utm_source: Schema.optional(Schema.String),
-  utm_medium: Schema.optional(Schema.String),
-  utm_campaign: Schema.optional(Schema.String),
-  utm_term: Schema.optional(Schema.String),
-  utm_content: Schema.optional(Schema.String)
+  utm_source: Schema.optionalWith(UtmValue, { exact: true }),
+  utm_medium: Schema.optionalWith(UtmValue, { exact: true }),
+  utm_campaign: Schema.optionalWith(UtmValue, { exact: true }),
+  utm_term: Schema.optionalWith(UtmValue, { exact: true }),
+  utm_content: Schema.optionalWith(UtmValue, { exact: true })
 }).annotations({ identifier: "Utm" })
 
 /** The stored state of a link: what the repository reads and writes. */

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Data, Effect, Layer, Option } from "effect"
+import { Context, Data, Effect, Layer, Option, Schedule, Stream } from "effect"
 import type { Scope } from "../domain/Scope.js"
 import { newId, randomBase62 } from "./Ids.js"
 
@@ -24,74 +24,113 @@ export const looksLikeApiKey = (s: string): boolean => /sk_[0-9A-Za-z]{22}_[0-9a
 
 const sha256 = (s: string) => createHash("sha256").update(s).digest()
 
-const make = Effect.gen(function* () {
-  const sql = yield* PgClient.PgClient
+const REVOKED_CHANNEL = "api_keys_revoked"
+const CACHE_TTL_MS = 10_000
+const CACHE_MAX = 50_000
 
-  const createAccount = (input: { readonly name: string; readonly plan: string }) =>
-    Effect.gen(function* () {
-      const id = newId("acct")
-      yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${id}, ${input.name}, ${input.plan})`
-      return { id, name: input.name, plan: input.plan }
-    })
+interface Cached {
+  readonly principal: Principal
+  readonly hash: Buffer
+  readonly at: number
+}
 
-  const createKey = (input: {
-    readonly accountId: string
-    readonly scopes: ReadonlyArray<Scope>
-    readonly unmetered: boolean
-  }) =>
-    Effect.gen(function* () {
-      const account = yield* sql`SELECT id FROM accounts WHERE id = ${input.accountId}`
-      if (account.length === 0) return yield* new AccountNotFound({ id: input.accountId })
-      const idPart = randomBase62(22)
-      const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")
-      const id = `key_${idPart}`
-      yield* sql`
+const make = (options: { readonly cache: boolean }) =>
+  Effect.gen(function* () {
+    const sql = yield* PgClient.PgClient
+    const cache = new Map<string, Cached>()
+
+    if (options.cache) {
+      // Revocations reach every API process at once through NOTIFY; the TTL bounds staleness
+      // should the listening connection drop, and a reconnect starts from an empty cache.
+      yield* sql.listen(REVOKED_CHANNEL).pipe(
+        Stream.runForEach((keyId) => Effect.sync(() => cache.delete(keyId))),
+        Effect.ensuring(Effect.sync(() => cache.clear())),
+        Effect.catchAllCause((cause) => Effect.logWarning("key revocation listener lost; retrying", cause)),
+        Effect.repeat(Schedule.spaced("1 second")),
+        Effect.forkScoped
+      )
+    }
+
+    const createAccount = (input: { readonly name: string; readonly plan: string }) =>
+      Effect.gen(function* () {
+        const id = newId("acct")
+        yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${id}, ${input.name}, ${input.plan})`
+        return { id, name: input.name, plan: input.plan }
+      })
+
+    const createKey = (input: {
+      readonly accountId: string
+      readonly scopes: ReadonlyArray<Scope>
+      readonly unmetered: boolean
+    }) =>
+      Effect.gen(function* () {
+        const account = yield* sql`SELECT id FROM accounts WHERE id = ${input.accountId}`
+        if (account.length === 0) return yield* new AccountNotFound({ id: input.accountId })
+        const idPart = randomBase62(22)
+        const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")
+        const id = `key_${idPart}`
+        yield* sql`
         INSERT INTO api_keys (id, account_id, secret_hash, scopes, unmetered)
         VALUES (${id}, ${input.accountId}, ${sha256(secret)}, string_to_array(${input.scopes.join(",")}, ','), ${input.unmetered})`
-      return { id, key: `sk_${idPart}_${secret}`, scopes: input.scopes, unmetered: input.unmetered }
-    })
+        return { id, key: `sk_${idPart}_${secret}`, scopes: input.scopes, unmetered: input.unmetered }
+      })
 
-  const revokeKey = (id: string) =>
-    Effect.gen(function* () {
-      const rows = yield* sql`
+    const revokeKey = (id: string) =>
+      Effect.gen(function* () {
+        const rows = yield* sql`
         UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id} RETURNING id, revoked_at`
-      if (rows.length === 0) return yield* new KeyNotFound({ id })
-      return { id, revoked_at: (rows[0]!.revoked_at as Date).toISOString() }
-    })
+        if (rows.length === 0) return yield* new KeyNotFound({ id })
+        yield* sql`SELECT pg_notify(${REVOKED_CHANNEL}, ${id})`
+        cache.delete(id)
+        return { id, revoked_at: (rows[0]!.revoked_at as Date).toISOString() }
+      }).pipe(sql.withTransaction)
 
-  const authenticate = (token: string): Effect.Effect<Option.Option<Principal>> => {
-    const match = KEY_FORMAT.exec(token)
-    if (match === null) return Effect.succeedNone
-    const [, idPart, secret] = match
-    return sql<{
-      account_id: string
-      secret_hash: Buffer
-      scopes: Array<string>
-      unmetered: boolean
-      plan: string
-    }>`
+    const authenticate = (token: string): Effect.Effect<Option.Option<Principal>> => {
+      const match = KEY_FORMAT.exec(token)
+      if (match === null) return Effect.succeedNone
+      const [, idPart, secret] = match
+      const keyId = `key_${idPart}`
+      const hash = sha256(secret!)
+      const hit = cache.get(keyId)
+      if (hit !== undefined && Date.now() - hit.at < CACHE_TTL_MS) {
+        return Effect.succeed(timingSafeEqual(hit.hash, hash) ? Option.some(hit.principal) : Option.none())
+      }
+      return sql<{
+        account_id: string
+        secret_hash: Buffer
+        scopes: Array<string>
+        unmetered: boolean
+        plan: string
+      }>`
       SELECT k.account_id, k.secret_hash, k.scopes, k.unmetered, a.plan
       FROM api_keys k JOIN accounts a ON a.id = k.account_id
-      WHERE k.id = ${`key_${idPart}`} AND k.revoked_at IS NULL`.pipe(
-      Effect.map((rows) => {
-        const row = rows[0]
-        if (row === undefined) return Option.none()
-        if (!timingSafeEqual(row.secret_hash, sha256(secret!))) return Option.none()
-        return Option.some<Principal>({
-          keyId: `key_${idPart}`,
-          accountId: row.account_id,
-          plan: row.plan,
-          scopes: new Set(row.scopes),
-          unmetered: row.unmetered
-        })
-      }),
-      Effect.orDie
-    )
-  }
+      WHERE k.id = ${keyId} AND k.revoked_at IS NULL`.pipe(
+        Effect.map((rows) => {
+          const row = rows[0]
+          if (row === undefined) return Option.none()
+          const principal: Principal = {
+            keyId,
+            accountId: row.account_id,
+            plan: row.plan,
+            scopes: new Set(row.scopes),
+            unmetered: row.unmetered
+          }
+          if (options.cache) {
+            if (cache.size >= CACHE_MAX) cache.clear()
+            cache.set(keyId, { principal, hash: row.secret_hash, at: Date.now() })
+          }
+          return timingSafeEqual(row.secret_hash, hash) ? Option.some(principal) : Option.none()
+        }),
+        Effect.orDie
+      )
+    }
 
-  return { createAccount, createKey, revokeKey, authenticate } as const
-})
+    return { createAccount, createKey, revokeKey, authenticate } as const
+  })
 
-export class Accounts extends Context.Tag("Accounts")<Accounts, Effect.Effect.Success<typeof make>>() {
-  static readonly layer = Layer.effect(Accounts, make)
+export class Accounts extends Context.Tag("Accounts")<Accounts, Effect.Effect.Success<ReturnType<typeof make>>>() {
+  /** Every lookup reads the database: for the CLI and other short-lived callers. */
+  static readonly layer = Layer.scoped(Accounts, make({ cache: false }))
+  /** Valid keys cached for 10 s, evicted at once on revocation (LISTEN/NOTIFY): for the API. */
+  static readonly layerCached = Layer.scoped(Accounts, make({ cache: true }))
 }

@@ -2,8 +2,31 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Config, ConfigError, Effect, Layer, Logger, LogLevel, Option } from "effect"
 
 /** LOG_LEVEL (default Info) and one JSON object per log line. */
+const LEVELS: Record<string, LogLevel.LogLevel> = {
+  all: LogLevel.All,
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None,
+  off: LogLevel.None
+}
+
+/** LOG_LEVEL, case-insensitive: trace, debug, info, warn(ing), error, fatal, none/off, all. */
+const logLevel = Config.string("LOG_LEVEL").pipe(
+  Config.withDefault("info"),
+  Config.validate({
+    message: `must be one of ${Object.keys(LEVELS).join(", ")}`,
+    validation: (s) => s.trim().toLowerCase() in LEVELS
+  }),
+  Config.map((s) => LEVELS[s.trim().toLowerCase()]!)
+)
+
 export const LoggingLive = Layer.unwrapEffect(
-  Effect.map(Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)), (level) =>
+  Effect.map(logLevel, (level) =>
     Layer.merge(Logger.json, Logger.minimumLogLevel(level))
   )
 )

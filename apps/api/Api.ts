@@ -1,13 +1,14 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import * as E from "./Errors.js"
 import { LinksApi } from "./Links/Api.js"
+import { UtmPresetsApi } from "./UtmPresets/Api.js"
 
 export class Api extends HttpApi.make("v1")
   .add(LinksApi)
+  .add(UtmPresetsApi)
   .addError(E.InvalidRequest)
   .addError(E.Unauthenticated)
   .addError(E.ApiScopeRequired)
-  .addError(E.RateLimited)
   .addError(E.InternalError)
   .addError(E.DependencyUnavailable)
   .prefix("/v1")

@@ -74,6 +74,11 @@ export const IdempotencyRequestInProgress = define(
 export const SlugTaken = define(409, "slug_taken", "The custom slug is already in use or reserved.")
 export const DomainTaken = define(409, "domain_taken", "The hostname is already registered.")
 export const LinkDisabled = define(409, "link_disabled", "The link is disabled and cannot be changed.")
+export const UtmPresetNameTaken = define(
+  409,
+  "utm_preset_name_taken",
+  "The account already has a UTM preset with this name."
+)
 // 413, 415
 export const PayloadTooLarge = define(
   413,

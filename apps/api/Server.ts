@@ -5,17 +5,20 @@ import { AppConfig } from "../../infra/AppConfig.js"
 import { Links } from "../../infra/Links.js"
 import { nodeServerLayer } from "../../infra/NodeServer.js"
 import { Outbox } from "../../infra/Outbox.js"
+import { UtmPresets } from "../../infra/UtmPresets.js"
 import { Api } from "./Api.js"
 import { LinksHttp } from "./Links/Http.js"
 import { makePipeline } from "./Pipeline.js"
 import { Authentication, AuthenticationLive } from "./Security.js"
+import { UtmPresetsHttp } from "./UtmPresets/Http.js"
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(LinksHttp),
+  Layer.provide(UtmPresetsHttp),
   Layer.provide(Layer.succeed(Authentication, AuthenticationLive))
 )
 
-const Repositories = Layer.mergeAll(Accounts.layer, Links.layer, Outbox.layer)
+const Repositories = Layer.mergeAll(Accounts.layerCached, Links.layer, Outbox.layer, UtmPresets.layer)
 
 /** The API's routes behind the pipeline; needs an HttpServer, the database and the config. */
 // The pipeline wraps the app itself (not HttpServer.serve's middleware slot, which runs

@@ -1,6 +1,8 @@
 import { Migrator } from "@effect/sql"
 import m0001 from "./0001_foundation.js"
+import m0002 from "./0002_utm_presets.js"
 
 export const migrations = Migrator.fromRecord({
-  "0001_foundation": m0001
+  "0001_foundation": m0001,
+  "0002_utm_presets": m0002
 })

@@ -1,0 +1,89 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { newId } from "../../../infra/Ids.js"
+import { type UtmPresetRecord, UtmPresets } from "../../../infra/UtmPresets.js"
+import { Api } from "../Api.js"
+import * as E from "../Errors.js"
+import { CurrentPrincipal } from "../Security.js"
+import { decodeCursor, encodeCursor, envelope, page } from "../Shared.js"
+import type { UtmPreset } from "./Api.js"
+
+const toApi = (row: UtmPresetRecord): UtmPreset => ({
+  id: row.id,
+  name: row.name,
+  utm: row.utm,
+  created_at: row.createdAt.toISOString(),
+  updated_at: row.updatedAt.toISOString()
+})
+
+const nameTaken = (name: string) =>
+  E.fail(E.UtmPresetNameTaken, "The account already has a UTM preset with this name.", `name: '${name}' is taken`)
+
+const notFound = () => E.fail(E.NotFound, "No such UTM preset.")
+
+export const UtmPresetsHttp = HttpApiBuilder.group(Api, "utmPresets", (handlers) =>
+  Effect.gen(function* () {
+    const presets = yield* UtmPresets
+
+    return handlers
+      .handle("create", ({ payload }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const row = yield* presets.insert({
+            id: newId("utmp"),
+            accountId: principal.accountId,
+            name: payload.name,
+            utm: payload.utm
+          })
+          if (Option.isNone(row)) return yield* nameTaken(payload.name)
+          return yield* envelope(toApi(row.value))
+        })
+      )
+      .handle("list", ({ urlParams }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          let afterSeq: bigint | undefined
+          if (urlParams.cursor !== undefined) {
+            afterSeq = decodeCursor(urlParams.cursor)
+            if (afterSeq === undefined)
+              return yield* E.fail(
+                E.InvalidRequest,
+                "The cursor is malformed.",
+                "cursor: must be a value of meta.next_cursor"
+              )
+          }
+          const limit = urlParams.limit ?? 50
+          const rows = yield* presets.list(principal.accountId, { afterSeq, limit: limit + 1 })
+          const pageRows = rows.slice(0, limit)
+          const next = rows.length > limit ? encodeCursor(pageRows.at(-1)!.seq) : null
+          return yield* page(pageRows.map(toApi), next)
+        })
+      )
+      .handle("get", ({ path }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const row = yield* presets.find(principal.accountId, path.id)
+          if (Option.isNone(row)) return yield* notFound()
+          return yield* envelope(toApi(row.value))
+        })
+      )
+      .handle("update", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const current = yield* presets.findForUpdate(principal.accountId, path.id)
+          if (Option.isNone(current)) return yield* notFound()
+          const row = yield* presets.update(path.id, { name: payload.name, utm: payload.utm })
+          if (Option.isNone(row)) return yield* nameTaken(payload.name ?? current.value.name)
+          return yield* envelope(toApi(row.value))
+        })
+      )
+      .handle("delete", ({ path }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const row = yield* presets.remove(principal.accountId, path.id)
+          if (Option.isNone(row)) return yield* notFound()
+          return yield* envelope(toApi(row.value))
+        })
+      )
+  })
+)

@@ -1,0 +1,111 @@
+import { PgClient } from "@effect/sql-pg"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Context, Effect, Layer, Option } from "effect"
+import type { UtmPresetRow } from "../domain/UtmPreset.js"
+
+interface DbUtmPreset {
+  seq: string
+  id: string
+  account_id: string
+  name: string
+  utm: UtmPresetRow["utm"]
+  created_at: Date
+  updated_at: Date
+}
+
+export type UtmPresetRecord = UtmPresetRow & { readonly seq: bigint }
+
+const toRow = (r: DbUtmPreset): UtmPresetRecord => ({
+  seq: BigInt(r.seq),
+  id: r.id,
+  accountId: r.account_id,
+  name: r.name,
+  utm: r.utm,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at
+})
+
+const first = (rows: ReadonlyArray<DbUtmPreset>) => Option.map(Option.fromNullable(rows[0]), toRow)
+
+/** A unique violation (SQLSTATE 23505) of the given constraint. */
+const isUniqueViolation = (error: SqlError, constraint: string) => {
+  const cause = error.cause as { code?: unknown; constraint?: unknown } | undefined
+  return cause?.code === "23505" && cause.constraint === constraint
+}
+const NAME_CONSTRAINT = "utm_presets_account_id_name_key"
+
+export interface UtmPresetChanges {
+  readonly name?: string | undefined
+  readonly utm?: UtmPresetRow["utm"] | undefined
+}
+
+const make = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+
+  /** Inserts unless the account already has a preset of that name; returns None then. */
+  const insert = (preset: Omit<UtmPresetRow, "createdAt" | "updatedAt">) =>
+    sql<DbUtmPreset>`
+      INSERT INTO utm_presets (id, account_id, name, utm)
+      VALUES (${preset.id}, ${preset.accountId}, ${preset.name}, ${sql.json(preset.utm)})
+      ON CONFLICT (account_id, name) DO NOTHING
+      RETURNING *`.pipe(Effect.map(first), Effect.orDie)
+
+  const find = (accountId: string, id: string) =>
+    sql<DbUtmPreset>`SELECT * FROM utm_presets WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+      Effect.map(first),
+      Effect.orDie
+    )
+
+  /** Locks the row for the rest of the transaction. */
+  const findForUpdate = (accountId: string, id: string) =>
+    sql<DbUtmPreset>`SELECT * FROM utm_presets WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`.pipe(
+      Effect.map(first),
+      Effect.orDie
+    )
+
+  /**
+   * Applies the changes; None when the new name is taken by another preset of the account.
+   * The statement runs in a savepoint so that a name conflict leaves the surrounding
+   * transaction usable (the idempotency record still has to be written).
+   */
+  const update = (id: string, changes: UtmPresetChanges) => {
+    const sets = [sql`updated_at = now()`]
+    if (changes.name !== undefined) sets.push(sql`name = ${changes.name}`)
+    if (changes.utm !== undefined) sets.push(sql`utm = ${sql.json(changes.utm)}`)
+    return sql
+      .withTransaction(sql<DbUtmPreset>`UPDATE utm_presets SET ${sql.csv(sets)} WHERE id = ${id} RETURNING *`)
+      .pipe(
+        Effect.map((rows) => Option.some(toRow(rows[0]!))),
+        Effect.catchIf(
+          (error) => isUniqueViolation(error, NAME_CONSTRAINT),
+          () => Effect.succeed(Option.none<UtmPresetRecord>())
+        ),
+        Effect.orDie
+      )
+  }
+
+  /** Deletes the account's preset; returns it as it was, or None when there is none. */
+  const remove = (accountId: string, id: string) =>
+    sql<DbUtmPreset>`DELETE FROM utm_presets WHERE id = ${id} AND account_id = ${accountId} RETURNING *`.pipe(
+      Effect.map(first),
+      Effect.orDie
+    )
+
+  /** The account's presets, newest first, after the keyset position `afterSeq`. */
+  const list = (accountId: string, options: { readonly afterSeq?: bigint | undefined; readonly limit: number }) => {
+    const conditions = [sql`account_id = ${accountId}`]
+    if (options.afterSeq !== undefined) conditions.push(sql`seq < ${options.afterSeq.toString()}`)
+    return sql<DbUtmPreset>`
+      SELECT * FROM utm_presets WHERE ${sql.and(conditions)}
+      ORDER BY seq DESC LIMIT ${options.limit}`.pipe(
+      Effect.map((rows) => rows.map(toRow)),
+      Effect.orDie
+    )
+  }
+
+  return { insert, find, findForUpdate, update, remove, list } as const
+})
+
+export class UtmPresets extends Context.Tag("UtmPresets")<UtmPresets, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.effect(UtmPresets, make)
+}
