@@ -47,12 +47,19 @@ export const RESERVED_SLUGS: ReadonlySet<string> = new Set([
 
 export const isReservedSlug = (slug: string): boolean => RESERVED_SLUGS.has(slug.toLowerCase())
 
-/** An absolute http(s) URL with a host, no credentials-free check: the browser follows it as given. */
+/**
+ * An absolute http(s) URL with a host, no credentials-free check: the browser follows it as given.
+ * The WHATWG parser repairs `http:host`, `http:///host` and `http:\\host` into URLs with a
+ * host, so the authority must also be written out as `//host`.
+ */
 export const isHttpUrl = (value: string): boolean => {
-  if (!URL.canParse(value)) return false
+  if (!URL.canParse(value) || !/^https?:\/\/[^/\\?#]/i.test(value)) return false
   const url = new URL(value)
   return (url.protocol === "http:" || url.protocol === "https:") && url.hostname.length > 0
 }
+
+/** The shape of the ids this service issues; anything else names no link. */
+export const isLinkId = (id: string): boolean => /^link_[0-9A-Za-z]{1,64}$/.test(id)
 
 export const DestinationUrl = Schema.String.pipe(
   Schema.maxLength(MAX_URL_LENGTH, {

@@ -91,8 +91,10 @@ const make = Effect.gen(function* () {
       conditions.push(sql`(slug ILIKE ${pattern} OR destination_url ILIKE ${pattern})`)
     }
     if (s.status !== undefined) conditions.push(sql`status = ${s.status}`)
-    if (s.createdAfter !== undefined) conditions.push(sql`created_at > ${s.createdAfter}`)
-    if (s.createdBefore !== undefined) conditions.push(sql`created_at < ${s.createdBefore}`)
+    // Compared at the millisecond precision the API shows (created_at is stored in microseconds):
+    // created_after=<a link's created_at> must leave that link out.
+    if (s.createdAfter !== undefined) conditions.push(sql`date_trunc('milliseconds', created_at) > ${s.createdAfter}`)
+    if (s.createdBefore !== undefined) conditions.push(sql`date_trunc('milliseconds', created_at) < ${s.createdBefore}`)
     return sql<DbLink>`
       SELECT * FROM links WHERE ${sql.and(conditions)}
       ORDER BY seq DESC LIMIT ${s.limit}`.pipe(

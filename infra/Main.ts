@@ -26,9 +26,7 @@ const logLevel = Config.string("LOG_LEVEL").pipe(
 )
 
 export const LoggingLive = Layer.unwrapEffect(
-  Effect.map(logLevel, (level) =>
-    Layer.merge(Logger.json, Logger.minimumLogLevel(level))
-  )
+  Effect.map(logLevel, (level) => Layer.merge(Logger.json, Logger.minimumLogLevel(level)))
 )
 
 /**

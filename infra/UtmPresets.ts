@@ -1,5 +1,5 @@
-import { PgClient } from "@effect/sql-pg"
 import type { SqlError } from "@effect/sql/SqlError"
+import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option } from "effect"
 import type { UtmPresetRow } from "../domain/UtmPreset.js"
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Cause, Data, Duration, Effect, Option, Schedule } from "effect"
+import { Cause, Duration, Effect, Option, Schedule } from "effect"
 import { Accounts, looksLikeApiKey, type Principal } from "../../infra/Accounts.js"
 import { newRequestId } from "../../infra/Ids.js"
 import * as E from "./Errors.js"
@@ -10,6 +10,8 @@ import { matchRoute, type Route } from "./Routes.js"
 import { PrincipalRef } from "./Security.js"
 
 const JSON_BODY_LIMIT = 1024 * 1024
+/** No request body of this API nests deeper; deeper ones would only exhaust the stack. */
+const JSON_MAX_DEPTH = 64
 const IDEMPOTENCY_RETENTION_HOURS = 24
 /** Query parameters that clients commonly (and wrongly) use to send a key. */
 const KEY_PARAMS = new Set(["api_key", "apikey", "key", "access_token", "token", "auth", "authorization"])
@@ -26,7 +28,13 @@ const NOT_STORED = new Set([
   "rate_limited"
 ])
 
-class Respond extends Data.TaggedError("Respond")<{ readonly response: HttpServerResponse.HttpServerResponse }> {}
+/** Ends the request with this response: a plain value, not an Error, so no stack trace is captured. */
+interface Respond {
+  readonly _tag: "Respond"
+  readonly response: HttpServerResponse.HttpServerResponse
+}
+const respond = (r: { readonly response: HttpServerResponse.HttpServerResponse }): Effect.Effect<never, Respond> =>
+  Effect.fail({ _tag: "Respond", response: r.response })
 
 const errorResponse = (
   def: E.ErrorDef,
@@ -50,6 +58,18 @@ const canonicalJson = (value: unknown): string => {
   return JSON.stringify(value)
 }
 
+/** Whether a parsed JSON value nests objects and arrays deeper than `max` (iteratively: no recursion). */
+const nestsDeeperThan = (value: unknown, max: number): boolean => {
+  const stack: Array<[unknown, number]> = [[value, 1]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!
+    if (v === null || typeof v !== "object") continue
+    if (depth > max) return true
+    for (const child of Object.values(v)) stack.push([child, depth + 1])
+  }
+  return false
+}
+
 const bodyBytes = (response: HttpServerResponse.HttpServerResponse): Uint8Array | undefined =>
   response.body._tag === "Uint8Array"
     ? response.body.body
@@ -62,6 +82,17 @@ const errorCode = (response: HttpServerResponse.HttpServerResponse): string | un
   if (bytes === undefined || response.status < 400) return undefined
   try {
     return JSON.parse(Buffer.from(bytes).toString())?.error?.code
+  } catch {
+    return undefined
+  }
+}
+
+/** The request id inside a stored JSON response (meta.request_id or error.request_id). */
+const storedRequestId = (bytes: Uint8Array): string | undefined => {
+  try {
+    const body = JSON.parse(Buffer.from(bytes).toString())
+    const id = body?.meta?.request_id ?? body?.error?.request_id
+    return typeof id === "string" ? id : undefined
   } catch {
     return undefined
   }
@@ -92,6 +123,8 @@ const rewriteDecodeError = (response: HttpServerResponse.HttpServerResponse, req
 const isDatabaseFailure = (u: unknown) =>
   typeof u === "object" && u !== null && "_tag" in u && (u._tag === "SqlError" || u._tag === "EmbeddedPostgresError")
 
+const isRouteNotFound = (u: unknown) => typeof u === "object" && u !== null && "_tag" in u && u._tag === "RouteNotFound"
+
 export const makePipeline = Effect.gen(function* () {
   const accounts = yield* Accounts
   const sql = yield* SqlClient.SqlClient
@@ -108,7 +141,7 @@ export const makePipeline = Effect.gen(function* () {
     Effect.gen(function* () {
       for (const [name, value] of url.searchParams) {
         if (KEY_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(value)) {
-          return yield* new Respond({
+          return yield* respond({
             response: errorResponse(
               E.Unauthenticated,
               requestId,
@@ -120,7 +153,7 @@ export const makePipeline = Effect.gen(function* () {
       }
       const header = request.headers.authorization
       if (header === undefined || header === "") {
-        return yield* new Respond({
+        return yield* respond({
           response: errorResponse(
             E.Unauthenticated,
             requestId,
@@ -131,7 +164,7 @@ export const makePipeline = Effect.gen(function* () {
       }
       const match = /^Bearer +([^\s]+) *$/i.exec(header)
       if (match === null) {
-        return yield* new Respond({
+        return yield* respond({
           response: errorResponse(
             E.Unauthenticated,
             requestId,
@@ -142,7 +175,7 @@ export const makePipeline = Effect.gen(function* () {
       }
       const principal = yield* accounts.authenticate(match[1]!)
       if (Option.isNone(principal)) {
-        return yield* new Respond({
+        return yield* respond({
           response: errorResponse(
             E.Unauthenticated,
             requestId,
@@ -157,8 +190,10 @@ export const makePipeline = Effect.gen(function* () {
   const readJson = (request: HttpServerRequest.HttpServerRequest, requestId: string) =>
     Effect.gen(function* () {
       const contentType = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
-      if (contentType !== "application/json" && !/^application\/[a-z0-9.+-]+\+json$/.test(contentType)) {
-        return yield* new Respond({
+      // application/json only: HttpApi decodes any other type (+json included) by reading the
+      // body again, which this function has already consumed, and the request would hang.
+      if (contentType !== "application/json") {
+        return yield* respond({
           response: errorResponse(
             E.UnsupportedMediaType,
             requestId,
@@ -169,26 +204,25 @@ export const makePipeline = Effect.gen(function* () {
       }
       const length = Number(request.headers["content-length"] ?? "0")
       if (length > JSON_BODY_LIMIT) {
-        return yield* new Respond({
+        return yield* respond({
           response: errorResponse(E.PayloadTooLarge, requestId, `JSON bodies are limited to ${JSON_BODY_LIMIT} bytes.`)
         })
       }
       const text = yield* request.text.pipe(
-        Effect.mapError(
-          () =>
-            new Respond({
-              response: errorResponse(
-                E.PayloadTooLarge,
-                requestId,
-                "The request body could not be read within the size limit."
-              )
-            })
-        )
+        Effect.mapError(() => ({
+          _tag: "Respond" as const,
+          response: errorResponse(
+            E.PayloadTooLarge,
+            requestId,
+            "The request body could not be read within the size limit."
+          )
+        }))
       )
+      let body: unknown
       try {
-        return JSON.parse(text) as unknown
+        body = JSON.parse(text)
       } catch {
-        return yield* new Respond({
+        return yield* respond({
           response: errorResponse(
             E.InvalidRequest,
             requestId,
@@ -197,6 +231,17 @@ export const makePipeline = Effect.gen(function* () {
           )
         })
       }
+      if (nestsDeeperThan(body, JSON_MAX_DEPTH)) {
+        return yield* respond({
+          response: errorResponse(
+            E.InvalidRequest,
+            requestId,
+            "The request body nests too deeply.",
+            `body: JSON nested deeper than ${JSON_MAX_DEPTH} levels`
+          )
+        })
+      }
+      return body
     })
 
   /**
@@ -218,7 +263,7 @@ export const makePipeline = Effect.gen(function* () {
           locked: boolean
         }>`SELECT pg_try_advisory_xact_lock(${lockId.toString()}::bigint) AS locked`
         if (!lock!.locked) {
-          return yield* new Respond({
+          return yield* respond({
             response: errorResponse(
               E.IdempotencyRequestInProgress,
               requestId,
@@ -239,7 +284,7 @@ export const makePipeline = Effect.gen(function* () {
             AND created_at > now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`
         if (existing !== undefined) {
           if (existing.fingerprint !== fingerprint) {
-            return yield* new Respond({
+            return yield* respond({
               response: errorResponse(
                 E.IdempotencyKeyReused,
                 requestId,
@@ -255,14 +300,19 @@ export const makePipeline = Effect.gen(function* () {
                   status: existing.status,
                   contentType: existing.content_type ?? "application/json"
                 })
-          return yield* new Respond({ response: HttpServerResponse.setHeader(replay, "idempotent-replayed", "true") })
+          // The replay is the original response, body and request id alike: X-Request-Id stays
+          // equal to the request_id in the body.
+          const originalId = storedRequestId(existing.body)
+          const headers: Record<string, string> = { "idempotent-replayed": "true" }
+          if (originalId !== undefined) headers["x-request-id"] = originalId
+          return yield* respond({ response: HttpServerResponse.setHeaders(replay, headers) })
         }
         const response = rewriteDecodeError(yield* run, requestId)
         const body = bodyBytes(response)
         const code = errorCode(response)
         if (response.status >= 500 || body === undefined || (code !== undefined && NOT_STORED.has(code))) {
           // Roll back whatever ran: the key stays unused.
-          return yield* new Respond({ response })
+          return yield* respond({ response })
         }
         const contentType = response.body._tag === "Uint8Array" ? response.body.contentType : null
         yield* sql`
@@ -359,6 +409,13 @@ export const makePipeline = Effect.gen(function* () {
         Effect.catchAllCause((cause) => {
           if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
           const failure = Cause.squash(cause)
+          // The route table matched but HttpApi's router did not (a path parameter longer than
+          // it takes, or percent-encoding it cannot decode): there is no such resource.
+          if (isRouteNotFound(failure)) {
+            return Effect.succeed(
+              errorResponse(E.NotFound, requestId, `No route for ${request.method} ${url.pathname}.`)
+            )
+          }
           const unavailable = isDatabaseFailure(failure)
           return Effect.logError("request failed", cause).pipe(
             Effect.annotateLogs({ request_id: requestId }),
@@ -386,7 +443,9 @@ export const makePipeline = Effect.gen(function* () {
           request_id: requestId
         })
       )
-      return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+      return response.headers["x-request-id"] === undefined
+        ? HttpServerResponse.setHeader(response, "x-request-id", requestId)
+        : response
     }) as HttpApp.Default<never, R>
   }
 })

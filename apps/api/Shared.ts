@@ -35,10 +35,15 @@ export const idempotent = <A extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoi
 export const jsonBody = <A extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoint: A): A =>
   (endpoint as any).addError(E.UnsupportedMediaType).addError(E.PayloadTooLarge).annotate(BodyKind, "json")
 
+const MAX_SEQ = 9223372036854775807n
+
 /** Opaque page cursors: the keyset position, base64url-encoded. */
 export const encodeCursor = (seq: bigint): string => Buffer.from(`v1:${seq}`).toString("base64url")
 export const decodeCursor = (cursor: string): bigint | undefined => {
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) return undefined
   const m = /^v1:(\d{1,19})$/.exec(Buffer.from(cursor, "base64url").toString())
-  return m ? BigInt(m[1]!) : undefined
+  if (!m) return undefined
+  // Positions are bigint (PostgreSQL's int8): a forged larger one is malformed, not a query error.
+  const seq = BigInt(m[1]!)
+  return seq <= MAX_SEQ ? seq : undefined
 }

@@ -24,58 +24,76 @@ export const Link = Schema.Struct({
 }).annotations({ identifier: "Link" })
 export type Link = typeof Link.Type
 
+/** Absent or present, never `undefined`: so a wrong value is reported once, not also as "Expected undefined". */
+const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
 export const CreateLink = Schema.Struct({
   url: DestinationUrl,
-  custom_slug: Schema.optional(CustomSlug)
+  custom_slug: optional(CustomSlug)
 }).annotations({ identifier: "CreateLink", parseOptions: { onExcessProperty: "error", errors: "all" } })
 
 export const UpdateLink = Schema.Struct({
   url: DestinationUrl
 }).annotations({ identifier: "UpdateLink", parseOptions: { onExcessProperty: "error", errors: "all" } })
 
+/** A real calendar day: Date.parse rolls 2024-02-30 over into March instead of refusing it. */
+const isCalendarDate = (s: string) => {
+  const [y, m, d] = s.slice(0, 10).split("-").map(Number) as [number, number, number]
+  const date = new Date(Date.UTC(y, m - 1, d))
+  return date.getUTCMonth() === m - 1 && date.getUTCDate() === d
+}
+
 const IsoInstant = Schema.String.pipe(
-  Schema.filter((s) => /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) && !Number.isNaN(Date.parse(s)), {
-    message: () => "must be an ISO 8601 date or date-time"
-  })
+  Schema.filter(
+    (s) =>
+      /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) &&
+      !Number.isNaN(Date.parse(s)) &&
+      isCalendarDate(s),
+    { message: () => "must be an ISO 8601 date or date-time" }
+  )
 ).annotations({ jsonSchema: { type: "string", format: "date-time" } })
 
-export const Limit = Schema.NumberFromString.pipe(
-  Schema.int({ message: () => "must be an integer from 1 to 100" }),
-  Schema.between(1, 100, { message: () => "must be an integer from 1 to 100" })
-).annotations({
+/** A decimal integer in a query string: not "1e1", "0x10", " 5" or "", which Number() would take. */
+const intFromString = (min: number, max: number) => {
+  const message = () => `must be an integer from ${min} to ${max}`
+  return Schema.String.pipe(
+    Schema.pattern(/^-?\d{1,10}$/, { message }),
+    Schema.compose(Schema.NumberFromString),
+    Schema.int({ message }),
+    Schema.between(min, max, { message })
+  )
+}
+
+export const Limit = intFromString(1, 100).annotations({
   description: "Page size, 1 to 100 (default 50).",
   jsonSchema: { type: "integer", minimum: 1, maximum: 100, default: 50 }
 })
 
 export const ListLinksParams = Schema.Struct({
-  cursor: Schema.optional(
-    Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })
-  ),
-  limit: Schema.optional(Limit),
-  q: Schema.optional(
-    Schema.String.pipe(Schema.maxLength(2048, { message: () => "must be at most 2048 characters" })).annotations({
+  cursor: optional(Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })),
+  limit: optional(Limit),
+  q: optional(
+    Schema.String.pipe(
+      Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
+      Schema.filter((s) => !s.includes("\u0000") || "must not contain NUL characters")
+    ).annotations({
       description: "Case-insensitive substring of the slug or the destination URL."
     })
   ),
-  status: Schema.optional(LinkStatus),
-  created_after: Schema.optional(IsoInstant),
-  created_before: Schema.optional(IsoInstant)
+  status: optional(LinkStatus),
+  created_after: optional(IsoInstant),
+  created_before: optional(IsoInstant)
 })
 
 const intParam = (min: number, max: number, description: string) =>
-  Schema.NumberFromString.pipe(
-    Schema.int({ message: () => `must be an integer from ${min} to ${max}` }),
-    Schema.between(min, max, { message: () => `must be an integer from ${min} to ${max}` })
-  ).annotations({ description, jsonSchema: { type: "integer", minimum: min, maximum: max } })
+  intFromString(min, max).annotations({ description, jsonSchema: { type: "integer", minimum: min, maximum: max } })
 
 export const QrParams = Schema.Struct({
-  format: Schema.optional(Schema.Literal("png", "svg").annotations({ description: "Default png." })),
-  size: Schema.optional(intParam(64, 2048, "Image width and height in pixels, 64 to 2048 (default 512).")),
-  margin: Schema.optional(intParam(0, 16, "Quiet zone in modules, 0 to 16 (default 4).")),
-  ecc: Schema.optional(
-    Schema.Literal("L", "M", "Q", "H").annotations({ description: "Error correction level (default M)." })
-  ),
-  domain: Schema.optional(
+  format: optional(Schema.Literal("png", "svg").annotations({ description: "Default png." })),
+  size: optional(intParam(64, 2048, "Image width and height in pixels, 64 to 2048 (default 512).")),
+  margin: optional(intParam(0, 16, "Quiet zone in modules, 0 to 16 (default 4).")),
+  ecc: optional(Schema.Literal("L", "M", "Q", "H").annotations({ description: "Error correction level (default M)." })),
+  domain: optional(
     Schema.String.annotations({
       description: "A verified custom domain of the account to encode instead of the canonical short host."
     })

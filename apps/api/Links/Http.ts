@@ -2,7 +2,7 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Chunk, Effect, Option, Stream } from "effect"
 import * as QRCode from "qrcode"
 import { Topics } from "../../../domain/Events.js"
-import { isReservedSlug, type LinkRow } from "../../../domain/Link.js"
+import { isLinkId, isReservedSlug, type LinkRow } from "../../../domain/Link.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
 import { newId, newSlug } from "../../../infra/Ids.js"
 import { Links } from "../../../infra/Links.js"
@@ -31,9 +31,16 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
     const outbox = yield* Outbox
     const config = yield* AppConfig
 
-    const ownHosts = new Set(
-      [config.shortBase, config.apiBase, config.imageHost].map((u) => new URL(u).host.toLowerCase())
-    )
+    /** host[:port], lower case, without the trailing dot a fully qualified name may carry. */
+    const hostKey = (url: URL) => {
+      const name = url.hostname.toLowerCase().replace(/\.+$/, "")
+      return url.port === "" ? name : `${name}:${url.port}`
+    }
+    const ownHosts = new Set([config.shortBase, config.apiBase, config.imageHost].map((u) => hostKey(new URL(u))))
+
+    /** An id of another shape names no link (and must not reach SQL: PostgreSQL refuses NUL bytes). */
+    const findOwn = (accountId: string, id: string, forUpdate = false) =>
+      !isLinkId(id) ? Effect.succeedNone : forUpdate ? links.findForUpdate(accountId, id) : links.find(accountId, id)
 
     const toApi = (row: LinkRow): Link => {
       const shortUrl = `${config.shortBase}/${row.slug}`
@@ -58,7 +65,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
 
     /** Destinations may not point back at this service: a short link to a short link loops. */
     const checkDestination = (url: string) =>
-      ownHosts.has(new URL(url).host.toLowerCase())
+      ownHosts.has(hostKey(new URL(url)))
         ? E.fail(
             E.UrlNotAllowed,
             "The destination is one of this service's own hosts.",
@@ -158,7 +165,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       .handle("get", ({ path }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
-          const row = yield* links.find(principal.accountId, path.id)
+          const row = yield* findOwn(principal.accountId, path.id)
           if (Option.isNone(row)) return yield* E.fail(E.NotFound, "No such link.")
           return yield* envelope(toApi(row.value))
         })
@@ -166,7 +173,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       .handle("update", ({ path, payload }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
-          const current = yield* links.findForUpdate(principal.accountId, path.id)
+          const current = yield* findOwn(principal.accountId, path.id, true)
           if (Option.isNone(current)) return yield* E.fail(E.NotFound, "No such link.")
           if (current.value.status === "disabled") {
             return yield* E.fail(E.LinkDisabled, "A disabled link cannot be changed.")
@@ -180,7 +187,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       .handle("disable", ({ path }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
-          const current = yield* links.findForUpdate(principal.accountId, path.id)
+          const current = yield* findOwn(principal.accountId, path.id, true)
           if (Option.isNone(current)) return yield* E.fail(E.NotFound, "No such link.")
           // Disabling twice is not an error: the link is disabled, as asked.
           if (current.value.status === "disabled") return yield* envelope(toApi(current.value))
@@ -192,7 +199,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       .handle("qr", ({ path, urlParams }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
-          const row = yield* links.find(principal.accountId, path.id)
+          const row = yield* findOwn(principal.accountId, path.id)
           if (Option.isNone(row)) return yield* E.fail(E.NotFound, "No such link.")
           if (urlParams.domain !== undefined) {
             return yield* E.fail(
@@ -202,20 +209,24 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
             )
           }
           const text = toApi(row.value).short_url
-          const options = {
-            width: urlParams.size ?? 512,
-            margin: urlParams.margin ?? 4,
-            errorCorrectionLevel: urlParams.ecc ?? "M"
-          } as const
+          const size = urlParams.size ?? 512
+          const errorCorrectionLevel = urlParams.ecc ?? "M"
+          // The image is exactly `size` pixels wide. qrcode ignores a width smaller than the
+          // symbol plus its quiet zone, so the quiet zone gives way first; and it floors
+          // (modules * (width / modules)), which floating point can leave a pixel short, so the
+          // PNG asks for half a pixel more (the SVG takes the width as its attribute).
+          const modules = QRCode.create(text, { errorCorrectionLevel }).modules.size
+          const margin = Math.min(urlParams.margin ?? 4, Math.floor((size - modules) / 2))
+          const options = { margin, errorCorrectionLevel } as const
           const headers = {
             "cache-control": "private, max-age=300",
             "content-disposition": `inline; filename="${row.value.slug}.${urlParams.format ?? "png"}"`
           }
           if (urlParams.format === "svg") {
-            const svg = yield* Effect.promise(() => QRCode.toString(text, { ...options, type: "svg" }))
+            const svg = yield* Effect.promise(() => QRCode.toString(text, { ...options, width: size, type: "svg" }))
             return HttpServerResponse.text(svg, { contentType: "image/svg+xml", headers })
           }
-          const png = yield* Effect.promise(() => QRCode.toBuffer(text, { ...options, type: "png" }))
+          const png = yield* Effect.promise(() => QRCode.toBuffer(text, { ...options, width: size + 0.5, type: "png" }))
           return HttpServerResponse.uint8Array(png, { contentType: "image/png", headers })
         })
       )

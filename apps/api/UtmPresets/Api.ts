@@ -18,7 +18,9 @@ export const UtmPresetName = Schema.String.pipe(
 
 /** The UTM parameters of a preset: at least one of the five, each 1 to 200 characters. */
 export const UtmPresetParameters = Utm.pipe(
-  Schema.filter((utm) => UTM_KEYS.some((k) => utm[k] !== undefined) || `must set at least one of ${UTM_KEYS.join(", ")}`)
+  Schema.filter(
+    (utm) => UTM_KEYS.some((k) => utm[k] !== undefined) || `must set at least one of ${UTM_KEYS.join(", ")}`
+  )
 ).annotations({
   identifier: "UtmPresetParameters",
   description: `At least one of ${UTM_KEYS.join(", ")}; each a string of 1 to 200 characters. No other properties.`,
