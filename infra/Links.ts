@@ -75,6 +75,17 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
+  const setOptions = (id: string, options: { readonly utm?: LinkRow["utm"]; readonly expiresAt?: Date | null }) =>
+    sql<DbLink>`
+      UPDATE links SET
+        utm = CASE WHEN ${options.utm !== undefined} THEN ${options.utm == null ? null : sql.json(options.utm)}::jsonb ELSE utm END,
+        expires_at = CASE WHEN ${options.expiresAt !== undefined} THEN ${options.expiresAt ?? null}::timestamptz ELSE expires_at END,
+        updated_at = now()
+      WHERE id = ${id} RETURNING *`.pipe(
+      Effect.map((rows) => toRow(rows[0]!)),
+      Effect.orDie
+    )
+
   const disable = (id: string) =>
     sql<DbLink>`
       UPDATE links SET status = 'disabled', updated_at = now()
@@ -114,7 +125,7 @@ const make = Effect.gen(function* () {
       )
     )
 
-  return { insert, find, findForUpdate, setDestination, disable, search, streamAll } as const
+  return { insert, find, findForUpdate, setDestination, setOptions, disable, search, streamAll } as const
 })
 
 export class Links extends Context.Tag("Links")<Links, Effect.Effect.Success<typeof make>>() {

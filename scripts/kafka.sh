@@ -67,7 +67,7 @@ ensure_jars() {
   local tmp="$LIBS.partial.$$"
   rm -rf "$tmp"
   # -f with an absolute path and an explicit output directory: nothing is written under infra/.
-  (cd "$KAFKA_HOME" && mvn -B -q -f "$POM" dependency:copy-dependencies \
+  (cd "$KAFKA_HOME" && mvn -B -q -Dstyle.color=never -f "$POM" dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$tmp") >&2 \
     || { rm -rf "$tmp"; die "mvn dependency:copy-dependencies failed"; }
   ls "$tmp"/kafka_2.13-*.jar >/dev/null 2>&1 || { rm -rf "$tmp"; die "no kafka_2.13 jar was fetched"; }
@@ -169,9 +169,9 @@ cmd_start() {
     >"$LOG_FILE" 2>&1 || { cat "$LOG_FILE" >&2; rm -rf "$dir"; rm -f "$WORK_FILE"; die "storage format failed"; }
 
   # New session, stdin closed and output to the log, so the broker outlives this script and
-  # holds no caller's pipe open. The child writes its own pid before exec'ing the JVM.
+  # holds no caller's pipe open (nor our lock: fd 9 is closed for it). The child writes its own pid before exec'ing the JVM.
   setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$PID_FILE" \
-    "${jvm[@]}" kafka.Kafka "$dir/server.properties" >>"$LOG_FILE" 2>&1 </dev/null &
+    "${jvm[@]}" kafka.Kafka "$dir/server.properties" >>"$LOG_FILE" 2>&1 </dev/null 9>&- &
   echo "$HOST:$PORT" >"$ADDR_FILE"
 
   local deadline=$((SECONDS + START_TIMEOUT))

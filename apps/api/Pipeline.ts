@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Cause, Duration, Effect, Option, Schedule } from "effect"
+import { Cause, Duration, Effect, identity, Option, Schedule } from "effect"
 import { Accounts, looksLikeApiKey, type Principal } from "../../infra/Accounts.js"
 import { newRequestId } from "../../infra/Ids.js"
 import * as E from "./Errors.js"
@@ -47,6 +47,10 @@ const errorResponse = (
     status: def.status,
     ...(headers === undefined ? {} : { headers })
   })
+
+/** The same request seen as a GET, for HEAD. */
+const asGet = (request: HttpServerRequest.HttpServerRequest): HttpServerRequest.HttpServerRequest =>
+  Object.create(request, { method: { value: "GET", enumerable: true } })
 
 /** Sorted keys at every depth: two JSON bodies that mean the same fingerprint the same. */
 const canonicalJson = (value: unknown): string => {
@@ -344,7 +348,9 @@ export const makePipeline = Effect.gen(function* () {
       }
       if (path === "/v1/openapi.json" && (request.method === "GET" || request.method === "HEAD")) return openapi
 
-      const match = matchRoute(request.method, path)
+      // HEAD is GET without a body (node:http drops the body of a HEAD response).
+      const head = request.method === "HEAD"
+      const match = matchRoute(head ? "GET" : request.method, path)
       if (match._tag === "NoRoute") {
         return errorResponse(E.NotFound, requestId, `No route for ${request.method} ${path}.`)
       }
@@ -380,7 +386,8 @@ export const makePipeline = Effect.gen(function* () {
       const body = route.body === "json" ? yield* readJson(request, requestId) : undefined
       // The inner app's requirements are the request's own (HttpServerRequest and friends).
       const run = app.pipe(
-        Effect.locally(PrincipalRef, Option.some(principal))
+        Effect.locally(PrincipalRef, Option.some(principal)),
+        head ? Effect.provideService(HttpServerRequest.HttpServerRequest, asGet(request)) : identity
       ) as Effect.Effect<HttpServerResponse.HttpServerResponse>
       if (key === undefined) return rewriteDecodeError(yield* run, requestId)
       const params = [...url.searchParams].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))

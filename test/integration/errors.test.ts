@@ -349,3 +349,33 @@ describe("fuzz: malformed requests never yield a 5xx", () => {
     expect((await call(`${t.baseUrl}/healthz`)).status).toBe(200)
   })
 })
+
+describe("HEAD", () => {
+  it("HEAD on a GET endpoint answers like GET, without a body", async () => {
+    const t2 = await startTestApi()
+    try {
+      const a = await t2.newAccount()
+      const created = await call(`${t2.api}/links`, {
+        method: "POST",
+        key: a.key,
+        body: { url: "https://example.com/h" }
+      })
+      const res = await fetch(`${t2.api}/links/${created.json.data.id}`, {
+        method: "HEAD",
+        headers: { authorization: `Bearer ${a.key}` }
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get("content-type")).toContain("application/json")
+      expect(await res.text()).toBe("")
+      const missing = await fetch(`${t2.api}/links/link_doesnotexist0000000000`, {
+        method: "HEAD",
+        headers: { authorization: `Bearer ${a.key}` }
+      })
+      expect(missing.status).toBe(404)
+      const unauth = await fetch(`${t2.api}/links`, { method: "HEAD" })
+      expect(unauth.status).toBe(401)
+    } finally {
+      await t2.close()
+    }
+  })
+})

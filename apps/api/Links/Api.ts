@@ -16,7 +16,9 @@ export const Link = Schema.Struct({
   publication_status: LinkStatus,
   created_at: Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } }),
   updated_at: Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } }),
-  expires_at: Schema.NullOr(Schema.String).annotations({ description: "Not set by this version: always null." }),
+  expires_at: Schema.NullOr(Schema.String).annotations({
+    description: "Set through /links/{id}/options; null: never expires."
+  }),
   utm: Schema.NullOr(Utm),
   short_urls: Schema.Array(Schema.String).annotations({
     description: "The canonical short URL first, then one per verified custom domain."
@@ -100,6 +102,27 @@ export const QrParams = Schema.Struct({
   )
 })
 
+export const LinkOptions = Schema.Struct({
+  utm: Schema.NullOr(Utm).annotations({
+    description: "UTM parameters added to the destination on redirect, without replacing ones it already has."
+  }),
+  expires_at: Schema.NullOr(Schema.String).annotations({
+    description: "After this instant the short URL answers 404; null: never.",
+    jsonSchema: { type: ["string", "null"], format: "date-time" }
+  })
+}).annotations({ identifier: "LinkOptions" })
+
+export const UpdateLinkOptions = Schema.Struct({
+  utm: optional(Schema.NullOr(Utm)),
+  expires_at: optional(
+    Schema.NullOr(
+      IsoInstant.pipe(Schema.filter((s) => Date.parse(s) > Date.now() || "must be in the future"))
+    ).annotations({ jsonSchema: { type: ["string", "null"], format: "date-time" } })
+  )
+})
+  .pipe(Schema.filter((o) => Object.keys(o).length > 0 || "must set utm, expires_at or both"))
+  .annotations({ identifier: "UpdateLinkOptions", parseOptions: { onExcessProperty: "error", errors: "all" } })
+
 const IdPath = Schema.Struct({ id: Schema.String })
 const scope = RequiredScope
 
@@ -179,5 +202,27 @@ export class LinksApi extends HttpApiGroup.make("links")
       .addError(E.NotFound)
       .annotate(scope, "links:read")
       .annotate(OpenApi.Summary, "Download the QR code of a Short Link")
+  )
+  .add(
+    HttpApiEndpoint.get("getOptions", "/links/:id/options")
+      .setPath(IdPath)
+      .addSuccess(Envelope(LinkOptions))
+      .addError(E.NotFound)
+      .annotate(scope, "links:read")
+      .annotate(OpenApi.Summary, "Read a Short Link's options (UTM parameters, expiry)")
+  )
+  .add(
+    idempotent(
+      jsonBody(
+        HttpApiEndpoint.patch("updateOptions", "/links/:id/options")
+          .setPath(IdPath)
+          .setPayload(UpdateLinkOptions)
+          .addSuccess(Envelope(LinkOptions))
+          .addError(E.NotFound)
+          .addError(E.LinkDisabled)
+          .annotate(scope, "links:write")
+          .annotate(OpenApi.Summary, "Change a Short Link's options; a field left out is kept, null clears it")
+      )
+    )
   )
   .middleware(Authentication) {}

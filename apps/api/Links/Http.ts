@@ -58,6 +58,8 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       }
     }
 
+    const toOptions = (row: LinkRow) => ({ utm: row.utm, expires_at: row.expiresAt?.toISOString() ?? null })
+
     const eventData = (row: LinkRow) => {
       const { short_url: _, short_urls: __, publication_status, ...rest } = toApi(row)
       return { ...rest, publication_status }
@@ -194,6 +196,32 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
           const row = yield* links.disable(path.id)
           yield* outbox.append(Topics.links, row.id, "link.disabled", row.accountId, eventData(row))
           return yield* envelope(toApi(row))
+        })
+      )
+      .handle("getOptions", ({ path }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const row = yield* findOwn(principal.accountId, path.id)
+          if (Option.isNone(row)) return yield* E.fail(E.NotFound, "No such link.")
+          return yield* envelope(toOptions(row.value))
+        })
+      )
+      .handle("updateOptions", ({ path, payload }) =>
+        Effect.gen(function* () {
+          const principal = yield* CurrentPrincipal
+          const current = yield* findOwn(principal.accountId, path.id, true)
+          if (Option.isNone(current)) return yield* E.fail(E.NotFound, "No such link.")
+          if (current.value.status === "disabled") {
+            return yield* E.fail(E.LinkDisabled, "A disabled link cannot be changed.")
+          }
+          const row = yield* links.setOptions(path.id, {
+            ...(payload.utm === undefined ? {} : { utm: payload.utm }),
+            ...(payload.expires_at === undefined
+              ? {}
+              : { expiresAt: payload.expires_at === null ? null : new Date(payload.expires_at) })
+          })
+          yield* outbox.append(Topics.links, row.id, "link.updated", row.accountId, eventData(row))
+          return yield* envelope(toOptions(row))
         })
       )
       .handle("qr", ({ path, urlParams }) =>
