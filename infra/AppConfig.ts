@@ -1,19 +1,22 @@
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 
-const httpBase = (name: string, fallback: string) =>
+const trimSlash = (s: string) => s.replace(/\/+$/, "")
+
+// Validation sits before the default: that way a failure names the variable.
+const httpBase = (name: string, fallback: string, suffix = "") =>
   Config.string(name).pipe(
-    Config.withDefault(fallback),
     Config.validate({
-      message: "must be an absolute http(s) URL",
-      validation: (s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol)
+      message: `must be an absolute http(s) URL${suffix ? ` ending with ${suffix}` : ""}`,
+      validation: (s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol) && trimSlash(s).endsWith(suffix)
     }),
-    Config.map((s) => s.replace(/\/+$/, ""))
+    Config.withDefault(fallback),
+    Config.map(trimSlash)
   )
 
 const port = (name: string, fallback: number) =>
   Config.integer(name).pipe(
-    Config.withDefault(fallback),
-    Config.validate({ message: "must be a TCP port (0 to 65535)", validation: (n) => n >= 0 && n <= 65535 })
+    Config.validate({ message: "must be a TCP port (0 to 65535)", validation: (n) => n >= 0 && n <= 65535 }),
+    Config.withDefault(fallback)
   )
 
 /** Every setting the service reads, read once at start. Names are stable: scripts rely on them. */
@@ -22,9 +25,7 @@ export const appConfig = Config.all({
   apiPort: port("API_PORT", 8080),
   shortPort: port("SHORT_PORT", 8081),
   mediaPort: port("MEDIA_PORT", 8082),
-  apiBase: httpBase("PUBLIC_API_BASE", "http://localhost:8080/v1").pipe(
-    Config.validate({ message: "must end with /v1", validation: (s) => s.endsWith("/v1") })
-  ),
+  apiBase: httpBase("PUBLIC_API_BASE", "http://localhost:8080/v1", "/v1"),
   shortBase: httpBase("PUBLIC_SHORT_BASE", "http://localhost:8081"),
   imageHost: httpBase("PUBLIC_IMAGE_HOST", "http://localhost:8082"),
   // Empty counts as unset: the embedded default.

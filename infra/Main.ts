@@ -17,11 +17,11 @@ const LEVELS: Record<string, LogLevel.LogLevel> = {
 
 /** LOG_LEVEL, case-insensitive: trace, debug, info, warn(ing), error, fatal, none/off, all. */
 const logLevel = Config.string("LOG_LEVEL").pipe(
-  Config.withDefault("info"),
   Config.validate({
     message: `must be one of ${Object.keys(LEVELS).join(", ")}`,
     validation: (s) => s.trim().toLowerCase() in LEVELS
   }),
+  Config.withDefault("info"),
   Config.map((s) => LEVELS[s.trim().toLowerCase()]!)
 )
 

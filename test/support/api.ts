@@ -1,7 +1,7 @@
 import { createServer } from "node:http"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
+import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
 import { ApiHttpLive } from "../../apps/api/Server.js"
 import type { Scope } from "../../domain/Scope.js"
 import { Accounts } from "../../infra/Accounts.js"
@@ -49,7 +49,9 @@ export const startTestApi = async (overrides: { shortBase?: string } = {}): Prom
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
     Layer.provideMerge(Accounts.layer),
     Layer.provideMerge(DatabaseLive),
-    Layer.provide(config)
+    Layer.provide(config),
+    // Request lines are tested where they matter (test/e2e); here they would drown the report.
+    Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
   const runtime = ManagedRuntime.make(layer)
   const server = await runtime.runPromise(HttpServer.HttpServer)

@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# A real ClickHouse server for the test suites (TEST_CLICKHOUSE_URL), from Debian's
+# clickhouse-server package, run as a background process of our own with our own config in
+# a temp dir (never the system service). Nothing it creates lives in the repository.
+#
+#   scripts/clickhouse.sh start    start (or reuse) it; prints TEST_CLICKHOUSE_URL=http://...
+#   scripts/clickhouse.sh stop     stop it and delete its data (a no-op when nothing runs)
+#   scripts/clickhouse.sh status   exit 0 and print the URL when running, exit 3 when not
+#
+# Environment (all optional):
+#   CLICKHOUSE_HTTP_PORT        HTTP interface on 127.0.0.1   (default 18123)
+#   CLICKHOUSE_TCP_PORT         native protocol on 127.0.0.1  (default 19000)
+#   CLICKHOUSE_STATE_DIR        pid, log, work-dir pointer    (default /tmp/shortlinks-clickhouse-state)
+#   CLICKHOUSE_START_TIMEOUT    seconds to wait for /ping     (default 60)
+#   CLICKHOUSE_STOP_TIMEOUT     seconds between SIGTERM and SIGKILL (default 30)
+#
+# WHAT THIS SERVER LACKS (Debian bookworm ships ClickHouse 18.16.1, from December 2018).
+# Each item below was tried against it over HTTP; keep the server-path analytics SQL to the
+# "works" list, or gate the rest.
+#   works:
+#     - MergeTree with PARTITION BY / ORDER BY (the "new" syntax), ReplacingMergeTree(ver),
+#       and SELECT ... FINAL on it (dedup at read time)
+#     - AggregatingMergeTree with AggregateFunction(uniq, T) columns, filled by
+#       INSERT ... SELECT uniqState(x) and read with uniqMerge(); also a
+#       MATERIALIZED VIEW ... ENGINE = AggregatingMergeTree ... AS SELECT ... uniqState(...)
+#     - SummingMergeTree, countIf/sumIf, uniq/uniqExact, groupArray, arrayJoin, WITH TOTALS
+#     - toStartOfHour, toStartOfDay, toStartOfMinute, toDate, toDateTime(x, 'UTC'),
+#       toStartOfInterval(t, INTERVAL 1 hour)
+#     - INSERT INTO t FORMAT JSONEachRow over HTTP (query in the URL, rows in the body),
+#       SELECT ... FORMAT JSON / JSONEachRow / JSONCompact
+#     - Nullable(T), Enum8, DateTime (second precision), UUID, IPv4 via toIPv4 (no IPv4 type)
+#   lacks:
+#     - DateTime64 (added in 20.1): store milliseconds as UInt64/Int64, or DateTime seconds
+#     - LowCardinality(String) (appeared 19.x, experimental before): use String
+#     - query parameters {name:Type} with param_name=... (added in 19.x): the server treats
+#       the braces as a syntax error, so @clickhouse/client's query_params cannot be used;
+#       bind values client-side (escape strings) instead
+#     - TTL on tables/columns (19.6), IPv4/IPv6 column types (19.x), Map, JSON/Object types
+#     - newer HTTP settings the Node client sends by default may be unknown to it (see the
+#       note printed by `start`); send only settings this version knows
+set -euo pipefail
+
+HTTP_PORT="${CLICKHOUSE_HTTP_PORT:-18123}"
+TCP_PORT="${CLICKHOUSE_TCP_PORT:-19000}"
+STATE_DIR="${CLICKHOUSE_STATE_DIR:-/tmp/shortlinks-clickhouse-state}"
+START_TIMEOUT="${CLICKHOUSE_START_TIMEOUT:-60}"
+STOP_TIMEOUT="${CLICKHOUSE_STOP_TIMEOUT:-30}"
+HOST=127.0.0.1
+SERVER_BIN=/usr/sbin/clickhouse-server
+
+PID_FILE="$STATE_DIR/clickhouse.pid"
+LOG_FILE="$STATE_DIR/clickhouse.log"   # stdout/stderr of the process
+WORK_FILE="$STATE_DIR/workdir"
+URL_FILE="$STATE_DIR/url"
+URL="http://$HOST:$HTTP_PORT"
+
+log() { echo "clickhouse.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+running_pid() {
+  [[ -f "$PID_FILE" ]] || return 0
+  local pid
+  pid="$(cat "$PID_FILE" 2>/dev/null || true)"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 0
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'clickhouse'; then
+    echo "$pid"
+  fi
+}
+
+port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+query() { curl -sS --fail-with-body --max-time 10 "$1/" --data-binary "$2"; }
+
+ensure_installed() {
+  if [[ -x "$SERVER_BIN" ]] && command -v clickhouse-client >/dev/null; then return 0; fi
+  log "installing clickhouse-server and clickhouse-client from Debian (once)"
+  local sudo=()
+  [[ "$(id -u)" == 0 ]] || sudo=(sudo)
+  # The package's postinst would start the system service (port 8123/9000) through
+  # invoke-rc.d; a temporary policy-rc.d forbids that, unless one already exists.
+  local policy=/usr/sbin/policy-rc.d ours=
+  if [[ ! -e "$policy" ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+    "${sudo[@]}" chmod 755 "$policy"
+    ours=1
+    trap '"${sudo[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q
+    --no-install-recommends clickhouse-server clickhouse-client)
+  if ! "${apt[@]}" >&2; then
+    "${sudo[@]}" apt-get update -q >&2
+    "${apt[@]}" >&2
+  fi
+  if [[ -n "$ours" ]]; then "${sudo[@]}" rm -f "$policy"; trap - EXIT; fi
+  [[ -x "$SERVER_BIN" ]] || die "clickhouse-server did not install"
+}
+
+write_config() {
+  local dir="$1"
+  mkdir -p "$dir/data" "$dir/tmp" "$dir/user_files" "$dir/format_schemas" "$dir/log"
+  cat >"$dir/config.xml" <<EOF
+<?xml version="1.0"?>
+<!-- Test server written by scripts/clickhouse.sh. -->
+<yandex>
+    <logger>
+        <level>information</level>
+        <log>$dir/log/clickhouse-server.log</log>
+        <errorlog>$dir/log/clickhouse-server.err.log</errorlog>
+        <size>100M</size>
+        <count>2</count>
+    </logger>
+    <listen_host>$HOST</listen_host>
+    <http_port>$HTTP_PORT</http_port>
+    <tcp_port>$TCP_PORT</tcp_port>
+    <max_connections>1024</max_connections>
+    <keep_alive_timeout>10</keep_alive_timeout>
+    <max_concurrent_queries>100</max_concurrent_queries>
+    <uncompressed_cache_size>134217728</uncompressed_cache_size>
+    <mark_cache_size>134217728</mark_cache_size>
+    <path>$dir/data/</path>
+    <tmp_path>$dir/tmp/</tmp_path>
+    <user_files_path>$dir/user_files/</user_files_path>
+    <format_schema_path>$dir/format_schemas/</format_schema_path>
+    <users_config>$dir/users.xml</users_config>
+    <default_profile>default</default_profile>
+    <default_database>default</default_database>
+    <timezone>UTC</timezone>
+    <mlock_executable>false</mlock_executable>
+    <builtin_dictionaries_reload_interval>3600</builtin_dictionaries_reload_interval>
+    <max_session_timeout>3600</max_session_timeout>
+    <default_session_timeout>60</default_session_timeout>
+</yandex>
+EOF
+  cat >"$dir/users.xml" <<'EOF'
+<?xml version="1.0"?>
+<yandex>
+    <profiles>
+        <default>
+            <max_memory_usage>2000000000</max_memory_usage>
+            <use_uncompressed_cache>0</use_uncompressed_cache>
+            <load_balancing>random</load_balancing>
+        </default>
+    </profiles>
+    <users>
+        <default>
+            <password></password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </default>
+    </users>
+    <quotas>
+        <default>
+            <interval>
+                <duration>3600</duration>
+                <queries>0</queries>
+                <errors>0</errors>
+                <result_rows>0</result_rows>
+                <read_rows>0</read_rows>
+                <execution_time>0</execution_time>
+            </interval>
+        </default>
+    </quotas>
+</yandex>
+EOF
+}
+
+cleanup_leftovers() {
+  if [[ -f "$WORK_FILE" ]]; then
+    local dir
+    dir="$(cat "$WORK_FILE")"
+    if [[ "$(basename "$dir")" == shortlinks-clickhouse.* && -d "$dir" ]]; then rm -rf "$dir"; fi
+    rm -f "$WORK_FILE"
+  fi
+  rm -f "$PID_FILE" "$URL_FILE"
+}
+
+cmd_start() {
+  mkdir -p "$STATE_DIR"
+  exec 9>"$STATE_DIR/lock"
+  flock -w 300 9 || die "another clickhouse.sh holds $STATE_DIR/lock"
+
+  local pid
+  pid="$(running_pid)"
+  if [[ -n "$pid" ]]; then
+    local url
+    url="$(cat "$URL_FILE" 2>/dev/null || echo "$URL")"
+    [[ "$url" == "$URL" ]] || die "a server started by this script already runs at $url (pid $pid); stop it first"
+    log "already running (pid $pid, version $(query "$url" 'SELECT version()' || echo '?'))"
+    echo "TEST_CLICKHOUSE_URL=$url"
+    return 0
+  fi
+  cleanup_leftovers
+  command -v curl >/dev/null || die "curl is required"
+  for p in "$HTTP_PORT" "$TCP_PORT"; do
+    ! port_open "$HOST" "$p" || die "port $HOST:$p is already in use by another process"
+  done
+
+  ensure_installed
+  local t0=$SECONDS dir
+  dir="$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-clickhouse.XXXXXX")"
+  echo "$dir" >"$WORK_FILE"
+  write_config "$dir"
+
+  # Runs as the invoking user (root in CI): this version does not insist on a dedicated user,
+  # and everything it writes is in $dir. New session, no caller's pipes, not our lock fd.
+  # The working directory is $dir because the server creates files relative to it.
+  (cd "$dir" && setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$PID_FILE" \
+    "$SERVER_BIN" --config-file="$dir/config.xml" >"$LOG_FILE" 2>&1 </dev/null 9>&- &)
+  echo "$URL" >"$URL_FILE"
+
+  local deadline=$((SECONDS + START_TIMEOUT))
+  while :; do
+    pid="$(cat "$PID_FILE" 2>/dev/null || true)"
+    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 30 "$LOG_FILE" "$dir/log/clickhouse-server.err.log" >&2 2>/dev/null || true
+      cleanup_leftovers
+      die "server exited during startup (log: $LOG_FILE)"
+    fi
+    if [[ "$(curl -s --max-time 2 "$URL/ping" 2>/dev/null || true)" == "Ok." ]]; then break; fi
+    if ((SECONDS >= deadline)); then
+      tail -n 30 "$LOG_FILE" "$dir/log/clickhouse-server.err.log" >&2 2>/dev/null || true
+      cmd_stop_locked
+      die "server not ready after ${START_TIMEOUT}s"
+    fi
+    sleep 0.2
+  done
+  log "started ClickHouse $(query "$URL" 'SELECT version()') in $((SECONDS - t0))s (pid $pid, data $dir)"
+  echo "TEST_CLICKHOUSE_URL=$URL"
+}
+
+cmd_stop_locked() {
+  local pid
+  pid="$(running_pid)"
+  if [[ -n "$pid" ]]; then
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + STOP_TIMEOUT))
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "no exit ${STOP_TIMEOUT}s after SIGTERM; sending SIGKILL to $pid"
+      kill -KILL "$pid" 2>/dev/null || true
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    fi
+    log "stopped (pid $pid)"
+  else
+    log "not running"
+  fi
+  cleanup_leftovers
+}
+
+cmd_stop() {
+  [[ -d "$STATE_DIR" ]] || { log "not running"; return 0; }
+  exec 9>"$STATE_DIR/lock"
+  flock -w 300 9 || die "another clickhouse.sh holds $STATE_DIR/lock"
+  cmd_stop_locked
+}
+
+cmd_status() {
+  local pid
+  pid="$(running_pid)"
+  if [[ -n "$pid" ]]; then
+    local url rss
+    url="$(cat "$URL_FILE" 2>/dev/null || echo "$URL")"
+    rss="$(awk '/^VmRSS/ {print $2 " " $3}' "/proc/$pid/status" 2>/dev/null || true)"
+    log "running (pid $pid, RSS ${rss:-?}, version $(query "$url" 'SELECT version()' || echo '?'), data $(cat "$WORK_FILE" 2>/dev/null))"
+    echo "TEST_CLICKHOUSE_URL=$url"
+  else
+    log "not running"
+    return 3
+  fi
+}
+
+case "${1:-}" in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac
