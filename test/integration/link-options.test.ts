@@ -1,5 +1,7 @@
+import { Schema } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { LinkEvent } from "../../domain/Events.js"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 
 let t: TestApi
@@ -55,6 +57,8 @@ describe("link options (UTM and expiry, DESIGN.md)", () => {
       const types = rows.rows.map((r) => r.event.type)
       expect(types).toEqual(["link.created", "link.updated", "link.updated", "link.updated"])
       expect(rows.rows.at(-1).event.data.utm).toBeNull()
+      // Every recorded event is what docs/events.md documents.
+      for (const row of rows.rows) expect(Schema.is(LinkEvent)(row.event), JSON.stringify(row.event)).toBe(true)
     } finally {
       await client.end()
     }
