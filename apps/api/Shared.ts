@@ -47,3 +47,31 @@ export const decodeCursor = (cursor: string): bigint | undefined => {
   const seq = BigInt(m[1]!)
   return seq <= MAX_SEQ ? seq : undefined
 }
+
+/**
+ * One page of a keyset-paged collection, newest first: decodes the cursor (400 when it is
+ * not one of ours), fetches one row more than asked to learn whether a next page exists.
+ */
+export const keysetPage = <Row extends { readonly seq: bigint }, A, R>(
+  params: { readonly cursor?: string | undefined; readonly limit?: number | undefined },
+  fetch: (afterSeq: bigint | undefined, limit: number) => Effect.Effect<ReadonlyArray<Row>, never, R>,
+  toApi: (row: Row) => A
+) =>
+  Effect.gen(function* () {
+    let afterSeq: bigint | undefined
+    if (params.cursor !== undefined) {
+      afterSeq = decodeCursor(params.cursor)
+      if (afterSeq === undefined) {
+        return yield* E.fail(
+          E.InvalidRequest,
+          "The cursor is malformed.",
+          "cursor: must be a value of meta.next_cursor"
+        )
+      }
+    }
+    const limit = params.limit ?? 50
+    const rows = yield* fetch(afterSeq, limit + 1)
+    const pageRows = rows.slice(0, limit)
+    const next = rows.length > limit ? encodeCursor(pageRows.at(-1)!.seq) : null
+    return yield* page(pageRows.map(toApi), next)
+  })

@@ -10,7 +10,7 @@ import { Outbox } from "../../../infra/Outbox.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../Security.js"
-import { decodeCursor, encodeCursor, envelope, page } from "../Shared.js"
+import { envelope, keysetPage } from "../Shared.js"
 import type { Link } from "./Api.js"
 
 const csvField = (value: string) => (/[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value)
@@ -38,9 +38,25 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
     }
     const ownHosts = new Set([config.shortBase, config.apiBase, config.imageHost].map((u) => hostKey(new URL(u))))
 
-    /** An id of another shape names no link (and must not reach SQL: PostgreSQL refuses NUL bytes). */
-    const findOwn = (accountId: string, id: string, forUpdate = false) =>
-      !isLinkId(id) ? Effect.succeedNone : forUpdate ? links.findForUpdate(accountId, id) : links.find(accountId, id)
+    /**
+     * The caller's link, or 404 (another account's link is 404 too). An id of another shape
+     * names no link and must not reach SQL: PostgreSQL refuses NUL bytes.
+     */
+    const owned = (id: string, forUpdate = false) =>
+      Effect.gen(function* () {
+        const principal = yield* CurrentPrincipal
+        const row = !isLinkId(id)
+          ? Option.none()
+          : yield* forUpdate ? links.findForUpdate(principal.accountId, id) : links.find(principal.accountId, id)
+        if (Option.isNone(row)) return yield* E.fail(E.NotFound, "No such link.")
+        return row.value
+      })
+
+    /** The caller's link, locked for this transaction, if it may still change. */
+    const changeable = (id: string) =>
+      Effect.flatMap(owned(id, true), (row) =>
+        row.status === "disabled" ? E.fail(E.LinkDisabled, "A disabled link cannot be changed.") : Effect.succeed(row)
+      )
 
     const toApi = (row: LinkRow): Link => {
       const shortUrl = `${config.shortBase}/${row.slug}`
@@ -119,31 +135,21 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
         })
       )
       .handle("list", ({ urlParams }) =>
-        Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          let afterSeq: bigint | undefined
-          if (urlParams.cursor !== undefined) {
-            afterSeq = decodeCursor(urlParams.cursor)
-            if (afterSeq === undefined)
-              return yield* E.fail(
-                E.InvalidRequest,
-                "The cursor is malformed.",
-                "cursor: must be a value of meta.next_cursor"
-              )
-          }
-          const limit = urlParams.limit ?? 50
-          const rows = yield* links.search(principal.accountId, {
-            afterSeq,
-            limit: limit + 1,
-            q: urlParams.q,
-            status: urlParams.status,
-            createdAfter: urlParams.created_after === undefined ? undefined : new Date(urlParams.created_after),
-            createdBefore: urlParams.created_before === undefined ? undefined : new Date(urlParams.created_before)
-          })
-          const pageRows = rows.slice(0, limit)
-          const next = rows.length > limit ? encodeCursor(pageRows.at(-1)!.seq) : null
-          return yield* page(pageRows.map(toApi), next)
-        })
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          keysetPage(
+            urlParams,
+            (afterSeq: bigint | undefined, limit: number) =>
+              links.search(principal.accountId, {
+                afterSeq,
+                limit,
+                q: urlParams.q,
+                status: urlParams.status,
+                createdAfter: urlParams.created_after === undefined ? undefined : new Date(urlParams.created_after),
+                createdBefore: urlParams.created_before === undefined ? undefined : new Date(urlParams.created_before)
+              }),
+            toApi
+          )
+        )
       )
       .handle("export", () =>
         Effect.gen(function* () {
@@ -164,22 +170,10 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
           })
         })
       )
-      .handle("get", ({ path }) =>
-        Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          const row = yield* findOwn(principal.accountId, path.id)
-          if (Option.isNone(row)) return yield* E.fail(E.NotFound, "No such link.")
-          return yield* envelope(toApi(row.value))
-        })
-      )
+      .handle("get", ({ path }) => Effect.flatMap(owned(path.id), (row) => envelope(toApi(row))))
       .handle("update", ({ path, payload }) =>
         Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          const current = yield* findOwn(principal.accountId, path.id, true)
-          if (Option.isNone(current)) return yield* E.fail(E.NotFound, "No such link.")
-          if (current.value.status === "disabled") {
-            return yield* E.fail(E.LinkDisabled, "A disabled link cannot be changed.")
-          }
+          yield* changeable(path.id)
           yield* checkDestination(payload.url)
           const row = yield* links.setDestination(path.id, payload.url)
           yield* outbox.append(Topics.links, row.id, "link.updated", row.accountId, eventData(row))
@@ -188,32 +182,18 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       )
       .handle("disable", ({ path }) =>
         Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          const current = yield* findOwn(principal.accountId, path.id, true)
-          if (Option.isNone(current)) return yield* E.fail(E.NotFound, "No such link.")
+          const current = yield* owned(path.id, true)
           // Disabling twice is not an error: the link is disabled, as asked.
-          if (current.value.status === "disabled") return yield* envelope(toApi(current.value))
+          if (current.status === "disabled") return yield* envelope(toApi(current))
           const row = yield* links.disable(path.id)
           yield* outbox.append(Topics.links, row.id, "link.disabled", row.accountId, eventData(row))
           return yield* envelope(toApi(row))
         })
       )
-      .handle("getOptions", ({ path }) =>
-        Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          const row = yield* findOwn(principal.accountId, path.id)
-          if (Option.isNone(row)) return yield* E.fail(E.NotFound, "No such link.")
-          return yield* envelope(toOptions(row.value))
-        })
-      )
+      .handle("getOptions", ({ path }) => Effect.flatMap(owned(path.id), (row) => envelope(toOptions(row))))
       .handle("updateOptions", ({ path, payload }) =>
         Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          const current = yield* findOwn(principal.accountId, path.id, true)
-          if (Option.isNone(current)) return yield* E.fail(E.NotFound, "No such link.")
-          if (current.value.status === "disabled") {
-            return yield* E.fail(E.LinkDisabled, "A disabled link cannot be changed.")
-          }
+          yield* changeable(path.id)
           const row = yield* links.setOptions(path.id, {
             ...(payload.utm === undefined ? {} : { utm: payload.utm }),
             ...(payload.expires_at === undefined
@@ -226,9 +206,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       )
       .handle("qr", ({ path, urlParams }) =>
         Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          const row = yield* findOwn(principal.accountId, path.id)
-          if (Option.isNone(row)) return yield* E.fail(E.NotFound, "No such link.")
+          const link = yield* owned(path.id)
           if (urlParams.domain !== undefined) {
             return yield* E.fail(
               E.InvalidRequest,
@@ -236,7 +214,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
               "domain: must be a verified custom domain of the account"
             )
           }
-          const text = toApi(row.value).short_url
+          const text = toApi(link).short_url
           const size = urlParams.size ?? 512
           const errorCorrectionLevel = urlParams.ecc ?? "M"
           // The image is exactly `size` pixels wide. qrcode ignores a width smaller than the
@@ -248,7 +226,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
           const options = { margin, errorCorrectionLevel } as const
           const headers = {
             "cache-control": "private, max-age=300",
-            "content-disposition": `inline; filename="${row.value.slug}.${urlParams.format ?? "png"}"`
+            "content-disposition": `inline; filename="${link.slug}.${urlParams.format ?? "png"}"`
           }
           if (urlParams.format === "svg") {
             const svg = yield* Effect.promise(() => QRCode.toString(text, { ...options, width: size, type: "svg" }))

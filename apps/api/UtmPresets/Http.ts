@@ -5,7 +5,7 @@ import { type UtmPresetRecord, UtmPresets } from "../../../infra/UtmPresets.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../Security.js"
-import { decodeCursor, encodeCursor, envelope, page } from "../Shared.js"
+import { envelope, keysetPage } from "../Shared.js"
 import type { UtmPreset } from "./Api.js"
 
 const toApi = (row: UtmPresetRecord): UtmPreset => ({
@@ -40,24 +40,13 @@ export const UtmPresetsHttp = HttpApiBuilder.group(Api, "utmPresets", (handlers)
         })
       )
       .handle("list", ({ urlParams }) =>
-        Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          let afterSeq: bigint | undefined
-          if (urlParams.cursor !== undefined) {
-            afterSeq = decodeCursor(urlParams.cursor)
-            if (afterSeq === undefined)
-              return yield* E.fail(
-                E.InvalidRequest,
-                "The cursor is malformed.",
-                "cursor: must be a value of meta.next_cursor"
-              )
-          }
-          const limit = urlParams.limit ?? 50
-          const rows = yield* presets.list(principal.accountId, { afterSeq, limit: limit + 1 })
-          const pageRows = rows.slice(0, limit)
-          const next = rows.length > limit ? encodeCursor(pageRows.at(-1)!.seq) : null
-          return yield* page(pageRows.map(toApi), next)
-        })
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          keysetPage(
+            urlParams,
+            (afterSeq: bigint | undefined, limit: number) => presets.list(principal.accountId, { afterSeq, limit }),
+            toApi
+          )
+        )
       )
       .handle("get", ({ path }) =>
         Effect.gen(function* () {
