@@ -58,8 +58,40 @@ export const isHttpUrl = (value: string): boolean => {
   return (url.protocol === "http:" || url.protocol === "https:") && url.hostname.length > 0
 }
 
+/**
+ * Whether a host, as the WHATWG URL parser normalizes it (`url.hostname`), names the machine
+ * the browser runs on: `localhost` and its subdomains, 127.0.0.0/8 (the parser turns
+ * 2130706433, 0x7f000001, 0177.0.0.1 and 127.1 into dotted form), `[::1]`, the IPv4-mapped
+ * `[::ffff:127.x.x.x]` (normalized to `[::ffff:7fxx:xxxx]`), and the unspecified addresses
+ * 0.0.0.0, `[::]` and `[::ffff:0:0]`, which connect to the local host on Linux and macOS.
+ */
+export const isLoopbackHost = (hostname: string): boolean => {
+  const host = hostname.toLowerCase().replace(/\.+$/, "")
+  return (
+    host === "localhost" ||
+    host.endsWith(".localhost") ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) ||
+    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(host) ||
+    ["[::1]", "0.0.0.0", "[::]", "[::ffff:0:0]"].includes(host)
+  )
+}
+
+/** The TCP port a URL connects to: its explicit port, else the default of its scheme. */
+export const effectivePort = (url: URL): number =>
+  url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80
+
 /** The shape of the ids this service issues; anything else names no link. */
 export const isLinkId = (id: string): boolean => /^link_[0-9A-Za-z]{1,64}$/.test(id)
+
+/**
+ * Whether the string is made of RFC 3986 characters only: unreserved (`A-Z a-z 0-9 - . _ ~`),
+ * reserved (`: / ? # [ ] @ ! $ & ' ( ) * + , ; =`) and `%` followed by two hex digits. Anything
+ * else (`"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|`, `}`, a bare `%`, non-ASCII) must be
+ * percent-encoded by the client: the WHATWG parser would otherwise repair or re-encode it, and
+ * the link would not lead where the stored string says.
+ */
+export const isUriCharacters = (value: string): boolean =>
+  /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$/.test(value)
 
 export const DestinationUrl = Schema.String.pipe(
   Schema.maxLength(MAX_URL_LENGTH, {
@@ -67,10 +99,16 @@ export const DestinationUrl = Schema.String.pipe(
   }),
   Schema.filter((s) => isHttpUrl(s) || "must be an absolute http or https URI"),
   // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
-  Schema.filter((s) => !/[\u0000-\u001f\u007f\s]/.test(s) || "must not contain whitespace or control characters")
+  Schema.filter((s) => !/[\u0000-\u001f\u007f\s]/.test(s) || "must not contain whitespace or control characters"),
+  Schema.filter(
+    (s) =>
+      isUriCharacters(s) ||
+      "must be a URI (RFC 3986): percent-encode other characters (and write non-ASCII host names in their xn-- form)"
+  )
 ).annotations({
   identifier: "DestinationUrl",
-  description: "An absolute http or https URI, at most 2048 characters.",
+  description:
+    "An absolute http or https URI (RFC 3986), at most 2048 characters. Other characters (for example space, `\"`, `<`, `>`, `\\`, `^`, `{`, `|`, `}` and non-ASCII letters) must be percent-encoded, a `%` must start a two-hex-digit escape, and an international host name is written in its `xn--` (punycode) form.",
   jsonSchema: { type: "string", format: "uri", maxLength: MAX_URL_LENGTH }
 })
 

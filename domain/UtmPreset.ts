@@ -9,3 +9,9 @@ export interface UtmPresetRow {
   readonly createdAt: Date
   readonly updatedAt: Date
 }
+
+/**
+ * The shape of the ids this service issues for presets; anything else names no preset and
+ * must not reach SQL (PostgreSQL refuses NUL bytes; an id of any length would be looked up).
+ */
+export const isPresetId = (id: string): boolean => /^utmp_[0-9A-Za-z]{1,64}$/.test(id)

@@ -3,14 +3,14 @@ import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 const trimSlash = (s: string) => s.replace(/\/+$/, "")
 
 // Validation sits before the default: that way a failure names the variable.
-const httpBase = (name: string, fallback: string, suffix = "") =>
+const httpBase = (name: string, suffix = "") =>
   Config.string(name).pipe(
     Config.validate({
       message: `must be an absolute http(s) URL${suffix ? ` ending with ${suffix}` : ""}`,
       validation: (s) => URL.canParse(s) && /^https?:$/.test(new URL(s).protocol) && trimSlash(s).endsWith(suffix)
     }),
-    Config.withDefault(fallback),
-    Config.map(trimSlash)
+    Config.map(trimSlash),
+    Config.option
   )
 
 const port = (name: string, fallback: number) =>
@@ -19,20 +19,35 @@ const port = (name: string, fallback: number) =>
     Config.withDefault(fallback)
   )
 
-/** Every setting the service reads, read once at start. Names are stable: scripts rely on them. */
-export const appConfig = Config.all({
-  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
+const ports = Config.all({
   apiPort: port("API_PORT", 8080),
   shortPort: port("SHORT_PORT", 8081),
-  mediaPort: port("MEDIA_PORT", 8082),
-  apiBase: httpBase("PUBLIC_API_BASE", "http://localhost:8080/v1", "/v1"),
-  shortBase: httpBase("PUBLIC_SHORT_BASE", "http://localhost:8081"),
-  imageHost: httpBase("PUBLIC_IMAGE_HOST", "http://localhost:8082"),
+  mediaPort: port("MEDIA_PORT", 8082)
+})
+
+/**
+ * Every setting the service reads, read once at start. Names are stable: scripts rely on
+ * them. The public bases default to localhost on the configured ports.
+ */
+export const appConfig = Config.all({
+  dataDir: Config.string("DATA_DIR").pipe(Config.withDefault("./data")),
+  ports,
+  apiBase: httpBase("PUBLIC_API_BASE", "/v1"),
+  shortBase: httpBase("PUBLIC_SHORT_BASE"),
+  imageHost: httpBase("PUBLIC_IMAGE_HOST"),
   // Empty counts as unset: the embedded default.
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")).pipe(
     Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
   )
-})
+}).pipe(
+  Config.map(({ ports, apiBase, shortBase, imageHost, ...rest }) => ({
+    ...ports,
+    ...rest,
+    apiBase: Option.getOrElse(apiBase, () => `http://localhost:${ports.apiPort}/v1`),
+    shortBase: Option.getOrElse(shortBase, () => `http://localhost:${ports.shortPort}`),
+    imageHost: Option.getOrElse(imageHost, () => `http://localhost:${ports.mediaPort}`)
+  }))
+)
 
 export interface AppConfigShape {
   readonly dataDir: string

@@ -37,6 +37,9 @@ export interface LinkSearch {
   readonly createdBefore?: Date | undefined
 }
 
+/** The filters of a search, without its paging. */
+export type LinkFilter = Omit<LinkSearch, "afterSeq" | "limit">
+
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 const make = Effect.gen(function* () {
@@ -114,10 +117,13 @@ const make = Effect.gen(function* () {
     )
   }
 
-  /** Every link of the account, newest first, read in keyset pages so memory stays flat. */
-  const streamAll = (accountId: string, pageSize = 500) =>
+  /**
+   * Every link of the account that matches the filter, newest first, read in keyset pages so
+   * memory stays flat.
+   */
+  const streamAll = (accountId: string, filter: LinkFilter = {}, pageSize = 500) =>
     Stream.paginateChunkEffect(undefined as bigint | undefined, (afterSeq) =>
-      search(accountId, { afterSeq, limit: pageSize }).pipe(
+      search(accountId, { ...filter, afterSeq, limit: pageSize }).pipe(
         Effect.map((rows) => {
           const last = rows.at(-1)
           return [Chunk.unsafeFromArray(rows), rows.length === pageSize && last ? Option.some(last.seq) : Option.none()]

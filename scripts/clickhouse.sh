@@ -14,30 +14,39 @@
 #   CLICKHOUSE_START_TIMEOUT    seconds to wait for /ping     (default 60)
 #   CLICKHOUSE_STOP_TIMEOUT     seconds between SIGTERM and SIGKILL (default 30)
 #
-# WHAT THIS SERVER LACKS (Debian bookworm ships ClickHouse 18.16.1, from December 2018).
-# Each item below was tried against it over HTTP; keep the server-path analytics SQL to the
-# "works" list, or gate the rest.
+# WHAT THIS SERVER SUPPORTS AND LACKS. Debian bookworm ships ClickHouse 18.16.1 (Dec 2018);
+# each item was tried over HTTP (curl) and with @clickhouse/client 1.23 against it. Keep the
+# server-path analytics SQL to the "works" list, or gate the rest.
 #   works:
-#     - MergeTree with PARTITION BY / ORDER BY (the "new" syntax), ReplacingMergeTree(ver),
-#       and SELECT ... FINAL on it (dedup at read time)
-#     - AggregatingMergeTree with AggregateFunction(uniq, T) columns, filled by
-#       INSERT ... SELECT uniqState(x) and read with uniqMerge(); also a
-#       MATERIALIZED VIEW ... ENGINE = AggregatingMergeTree ... AS SELECT ... uniqState(...)
-#     - SummingMergeTree, countIf/sumIf, uniq/uniqExact, groupArray, arrayJoin, WITH TOTALS
-#     - toStartOfHour, toStartOfDay, toStartOfMinute, toDate, toDateTime(x, 'UTC'),
-#       toStartOfInterval(t, INTERVAL 1 hour)
-#     - INSERT INTO t FORMAT JSONEachRow over HTTP (query in the URL, rows in the body),
-#       SELECT ... FORMAT JSON / JSONEachRow / JSONCompact
-#     - Nullable(T), Enum8, DateTime (second precision), UUID, IPv4 via toIPv4 (no IPv4 type)
+#     - MergeTree family with PARTITION BY / ORDER BY syntax; ReplacingMergeTree(ver) and
+#       SELECT ... FINAL (also with WHERE); OPTIMIZE TABLE ... FINAL; ALTER ... DELETE
+#     - AggregatingMergeTree with AggregateFunction(uniq, String) / AggregateFunction(count)
+#       columns, filled by INSERT ... SELECT uniqState(x), countState() and read back with
+#       uniqMerge()/countMerge(); also CREATE MATERIALIZED VIEW ... ENGINE =
+#       AggregatingMergeTree() ... AS SELECT ... uniqState(...) fed by inserts into the source
+#     - toStartOfHour, toStartOfFifteenMinutes, toStartOfDay, toMonday, toStartOfMonth, with an
+#       optional time zone argument; DateTime('UTC') columns; server time zone is set to UTC
+#     - INSERT INTO t FORMAT JSONEachRow over HTTP (query in the URL, rows in the body);
+#       DateTime values as 'YYYY-MM-DD hh:mm:ss' or unix seconds; ISO 8601 ('...T...Z') only
+#       with the setting date_time_input_format=best_effort (fractional seconds are dropped);
+#       input_format_skip_unknown_fields=1 works
+#     - SELECT ... FORMAT JSON / JSONEachRow; (U)Int64 are quoted strings in JSON unless
+#       output_format_json_quote_64bit_integers=0, same as current servers
+#     - Nullable, Enum8, UUID, uniq/uniqExact/count(DISTINCT), topK, LIMIT n BY, WITH,
+#       UNION ALL, ANY LEFT JOIN ... USING / ON
+#     - @clickhouse/client 1.23: ping, query (JSON, JSONEachRow), command, insert
+#       (JSONEachRow, with columns), clickhouse_settings
 #   lacks:
-#     - DateTime64 (added in 20.1): store milliseconds as UInt64/Int64, or DateTime seconds
-#     - LowCardinality(String) (appeared 19.x, experimental before): use String
-#     - query parameters {name:Type} with param_name=... (added in 19.x): the server treats
-#       the braces as a syntax error, so @clickhouse/client's query_params cannot be used;
-#       bind values client-side (escape strings) instead
-#     - TTL on tables/columns (19.6), IPv4/IPv6 column types (19.x), Map, JSON/Object types
-#     - newer HTTP settings the Node client sends by default may be unknown to it (see the
-#       note printed by `start`); send only settings this version knows
+#     - query parameters {name:Type} (19.x): the braces are a syntax error and param_x is an
+#       "Unknown setting", so @clickhouse/client's query_params fails on this server; bind
+#       values client-side (quote/escape) on the server path, or gate the feature
+#     - DateTime64 and toDateTime64 (20.x): store milliseconds as UInt64/Int64, or DateTime
+#     - LowCardinality is experimental: CREATE TABLE with a LowCardinality(String) column
+#       fails unless the query setting allow_experimental_low_cardinality_type=1 is sent
+#       (e.g. ?allow_experimental_low_cardinality_type=1); use plain String instead
+#     - toStartOfInterval(t, INTERVAL n unit) (19.x): use toStartOfHour and friends
+#     - SimpleAggregateFunction type (19.8), ReplacingMergeTree(ver, is_deleted) (23.x),
+#       TTL clauses (19.6), IPv4/IPv6 column types (19.x), async_insert setting (21.11)
 set -euo pipefail
 
 HTTP_PORT="${CLICKHOUSE_HTTP_PORT:-18123}"
@@ -83,7 +92,7 @@ ensure_installed() {
     printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
     "${sudo[@]}" chmod 755 "$policy"
     ours=1
-    trap '"${sudo[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
+    trap "${sudo[*]} rm -f $policy" EXIT
   fi
   local apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q
     --no-install-recommends clickhouse-server clickhouse-client)
@@ -204,9 +213,9 @@ cmd_start() {
 
   # Runs as the invoking user (root in CI): this version does not insist on a dedicated user,
   # and everything it writes is in $dir. New session, no caller's pipes, not our lock fd.
-  # The working directory is $dir because the server creates files relative to it.
-  (cd "$dir" && setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$PID_FILE" \
-    "$SERVER_BIN" --config-file="$dir/config.xml" >"$LOG_FILE" 2>&1 </dev/null 9>&- &)
+  # The child writes its own pid, then runs in $dir (the server may write relative paths).
+  setsid bash -c 'echo $$ >"$1"; cd "$2"; shift 2; exec "$@"' _ "$PID_FILE" "$dir" \
+    "$SERVER_BIN" --config-file="$dir/config.xml" >"$LOG_FILE" 2>&1 </dev/null 9>&- &
   echo "$URL" >"$URL_FILE"
 
   local deadline=$((SECONDS + START_TIMEOUT))

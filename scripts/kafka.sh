@@ -67,9 +67,13 @@ ensure_jars() {
   local tmp="$LIBS.partial.$$"
   rm -rf "$tmp"
   # -f with an absolute path and an explicit output directory: nothing is written under infra/.
-  (cd "$KAFKA_HOME" && mvn -B -q -Dstyle.color=never -f "$POM" dependency:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$tmp") >&2 \
-    || { rm -rf "$tmp"; die "mvn dependency:copy-dependencies failed"; }
+  local mvnlog="$KAFKA_HOME/mvn.log"
+  if ! (cd "$KAFKA_HOME" && mvn -B -q -f "$POM" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$tmp") >"$mvnlog" 2>&1 </dev/null 9>&-; then
+    tail -n 40 "$mvnlog" >&2
+    rm -rf "$tmp"
+    die "mvn dependency:copy-dependencies failed (full output: $mvnlog)"
+  fi
   ls "$tmp"/kafka_2.13-*.jar >/dev/null 2>&1 || { rm -rf "$tmp"; die "no kafka_2.13 jar was fetched"; }
   touch "$tmp/.complete"
   rm -rf "$LIBS"

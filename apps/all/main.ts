@@ -4,12 +4,14 @@ import { DatabaseLive } from "../../infra/Database.js"
 import { runMain } from "../../infra/Main.js"
 import { ApiServerLive } from "../api/Server.js"
 
-const Banner = Layer.effectDiscard(
-  Effect.flatMap(AppConfig, (c) =>
-    Effect.logInfo(
+const Banner = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const c = yield* AppConfig
+    yield* Effect.logInfo(
       `ready: API ${c.apiBase} (OpenAPI ${c.apiBase}/openapi.json), short links ${c.shortBase}, images ${c.imageHost}`
     )
-  )
+    yield* Effect.addFinalizer(() => Effect.logInfo("stopping: finishing in-flight requests, then the database"))
+  })
 )
 
 /** The embedded default: every app in one process, on the embedded engines under DATA_DIR. */

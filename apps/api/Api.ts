@@ -6,7 +6,6 @@ import { UtmPresetsApi } from "./UtmPresets/Api.js"
 export class Api extends HttpApi.make("v1")
   .add(LinksApi)
   .add(UtmPresetsApi)
-  .addError(E.InvalidRequest)
   .addError(E.Unauthenticated)
   .addError(E.ApiScopeRequired)
   .addError(E.InternalError)

@@ -94,7 +94,7 @@ export const UnsupportedMediaType = define(
 export const UrlNotAllowed = define(
   422,
   "url_not_allowed",
-  "The URL's scheme or address is not allowed (private, reserved, or this service's own hosts)."
+  "The URL is not allowed. A link destination is refused when it points back at this service (one of its own hosts, or a loopback name or address such as localhost, 127.0.0.1 or [::1] on one of its ports), because the short link would loop; private addresses are otherwise valid destinations, since links are never fetched by the server. Server-side fetches (URL import and snapshots, in later features) also refuse private, loopback, link-local and reserved addresses in any notation."
 )
 // 429
 export const RateLimited = define(429, "rate_limited", "Too many requests; retry after Retry-After seconds.")

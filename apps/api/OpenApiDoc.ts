@@ -1,6 +1,8 @@
-import { OpenApi } from "@effect/platform"
+import { HttpApi, OpenApi } from "@effect/platform"
+import { Context, Option } from "effect"
 import { Api } from "./Api.js"
 import { routes } from "./Routes.js"
+import { SuccessDoc } from "./Shared.js"
 
 type Json = any
 
@@ -20,6 +22,77 @@ const dropDecodeError = (node: Json): Json => {
 
 const toOpenApiPath = (template: string) => template.replace(/:([A-Za-z_]+)/g, "{$1}")
 
+/** The response headers the pipeline sets, shared by the operations that send them. */
+const HEADERS: Json = {
+  "X-Request-Id": {
+    description:
+      "The id of this request, the same as `meta.request_id` or `error.request_id` in the body (a replayed response keeps the first request's id). Quote it in support reports.",
+    required: true,
+    schema: { type: "string" }
+  },
+  "Idempotent-Replayed": {
+    description:
+      "`true` when this is the stored response to an earlier request with the same Idempotency-Key and the same content, replayed; absent on a first response.",
+    schema: { type: "string", enum: ["true"] }
+  },
+  "Retry-After": {
+    description:
+      "Seconds to wait before retrying. Sent with 503 and 429, and with 409 `idempotency_request_in_progress`.",
+    schema: { type: "integer", minimum: 0 }
+  }
+}
+const headerRef = (name: keyof typeof HEADERS & string) => ({ $ref: `#/components/headers/${name}` })
+
+/**
+ * Error codes a POST, PATCH or DELETE never stores, and so never replays: rejections made
+ * before the operation ran, and the idempotency check's own answers. 5xx are not stored either.
+ */
+const NEVER_REPLAYED = new Set([
+  "invalid_request",
+  "idempotency_key_required",
+  "idempotency_key_invalid",
+  "idempotency_key_reused",
+  "idempotency_request_in_progress",
+  "unauthenticated",
+  "api_scope_required",
+  "payload_too_large",
+  "unsupported_media_type",
+  "rate_limited"
+])
+
+/** The error schemas an error response lists (components), from its `anyOf` or single `$ref`. */
+const errorSchemas = (spec: Json, schema: Json): Array<Json> =>
+  (schema?.anyOf ?? (schema === undefined ? [] : [schema])).map(
+    (r: Json) => spec.components?.schemas?.[String(r?.$ref).split("/").at(-1)!]
+  )
+const codeOf = (error: Json): string | undefined => error?.properties?.error?.properties?.code?.enum?.[0]
+
+/**
+ * The description of an error response, from the errors it lists: HttpApi takes the first
+ * error's (or its decode error's) description for the whole status.
+ */
+const describeErrors = (errors: Array<Json>): string | undefined => {
+  if (errors.length === 0 || errors.some((e) => typeof e?.description !== "string")) return undefined
+  if (errors.length === 1) return errors[0].description
+  return [
+    "One of these errors (branch on `error.code`):",
+    ...errors.map((e) => `- \`${codeOf(e)}\`: ${e.description}`)
+  ].join("\n")
+}
+
+/** SuccessDoc annotations by "METHOD /template". */
+const successDocs = (() => {
+  const out = new Map<string, Context.Tag.Service<SuccessDoc>>()
+  HttpApi.reflect(Api, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint, mergedAnnotations }) => {
+      const doc = Context.getOption(mergedAnnotations as Context.Context<SuccessDoc>, SuccessDoc)
+      if (Option.isSome(doc)) out.set(`${endpoint.method} ${endpoint.path}`, doc.value)
+    }
+  })
+  return out
+})()
+
 /**
  * The OpenAPI 3.1 document, generated from the same schemas the server validates with,
  * plus what the pipeline does for every operation: the Idempotency-Key header and the
@@ -28,9 +101,38 @@ const toOpenApiPath = (template: string) => template.replace(/:([A-Za-z_]+)/g, "
 export const openApiDocument: Json = (() => {
   const spec: Json = dropDecodeError(OpenApi.fromApi(Api))
   for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete spec.components?.schemas?.[name]
+  spec.components = { ...spec.components, headers: { ...spec.components?.headers, ...HEADERS } }
   for (const route of routes) {
     const op = spec.paths?.[toOpenApiPath(route.template)]?.[route.method.toLowerCase()]
     if (op === undefined) continue
+    const extra = successDocs.get(`${route.method} ${route.template}`)
+    for (const [code, response] of Object.entries<Json>(op.responses ?? {})) {
+      const status = Number(code)
+      let replayable = status >= 200 && status < 300
+      if (status >= 400) {
+        const schema = response.content?.["application/json"]?.schema
+        // Only HttpApi's own decode error: nothing of this operation can fail validation.
+        if (schema?.$ref === DECODE_ERROR_REF) {
+          delete op.responses[code]
+          continue
+        }
+        const errors = errorSchemas(spec, schema)
+        response.description = describeErrors(errors) ?? response.description
+        replayable = status < 500 && errors.some((e) => !NEVER_REPLAYED.has(codeOf(e) ?? ""))
+      }
+      const headers: Json = { "X-Request-Id": headerRef("X-Request-Id") }
+      if (route.mutating && replayable) headers["Idempotent-Replayed"] = headerRef("Idempotent-Replayed")
+      if (status === 503 || status === 429 || (route.mutating && status === 409)) {
+        headers["Retry-After"] = headerRef("Retry-After")
+      }
+      if (status >= 200 && status < 300 && extra !== undefined) {
+        for (const [name, description] of Object.entries(extra.headers ?? {})) {
+          headers[name] = { description, required: true, schema: { type: "string" } }
+        }
+        if (extra.content !== undefined) response.content = { ...response.content, ...extra.content }
+      }
+      response.headers = { ...response.headers, ...headers }
+    }
     if (route.scope !== undefined) {
       op["x-required-scope"] = route.scope
       op.description = [op.description, `Requires scope \`${route.scope}\`.`].filter(Boolean).join("\n\n")

@@ -4,6 +4,7 @@ import { SqlClient } from "@effect/sql"
 import { Cause, Duration, Effect, identity, Option, Schedule } from "effect"
 import { Accounts, looksLikeApiKey, type Principal } from "../../infra/Accounts.js"
 import { newRequestId } from "../../infra/Ids.js"
+import { jsonProblem, readBody, withParsedBody } from "./Body.js"
 import * as E from "./Errors.js"
 import { openApiDocument } from "./OpenApiDoc.js"
 import { matchRoute, type Route } from "./Routes.js"
@@ -52,6 +53,24 @@ const errorResponse = (
 const asGet = (request: HttpServerRequest.HttpServerRequest): HttpServerRequest.HttpServerRequest =>
   Object.create(request, { method: { value: "GET", enumerable: true } })
 
+const shorten = (path: string) => (path.length > 200 ? `${path.slice(0, 200)}…` : path)
+
+const KEY_SHAPE = /sk_[0-9A-Za-z]{22}_[0-9a-f]+/g
+/** Log lines never carry a key, even one a client put in the path. */
+const redactKeys = (path: string) => path.replace(KEY_SHAPE, "sk_[redacted]")
+
+/** A query parameter or path segment that carries (or is named for) a credential. */
+const credentialInUrl = (url: URL): string | undefined => {
+  for (const [name, value] of url.searchParams) {
+    if (KEY_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(value)) return `query parameter '${name}'`
+  }
+  let path = url.pathname
+  try {
+    path = decodeURIComponent(path)
+  } catch {}
+  return looksLikeApiKey(path) ? "a path segment" : undefined
+}
+
 /** Sorted keys at every depth: two JSON bodies that mean the same fingerprint the same. */
 const canonicalJson = (value: unknown): string => {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
@@ -63,17 +82,6 @@ const canonicalJson = (value: unknown): string => {
 }
 
 /** Whether a parsed JSON value nests objects and arrays deeper than `max` (iteratively: no recursion). */
-const nestsDeeperThan = (value: unknown, max: number): boolean => {
-  const stack: Array<[unknown, number]> = [[value, 1]]
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!
-    if (v === null || typeof v !== "object") continue
-    if (depth > max) return true
-    for (const child of Object.values(v)) stack.push([child, depth + 1])
-  }
-  return false
-}
-
 const bodyBytes = (response: HttpServerResponse.HttpServerResponse): Uint8Array | undefined =>
   response.body._tag === "Uint8Array"
     ? response.body.body
@@ -141,20 +149,8 @@ export const makePipeline = Effect.gen(function* () {
     Effect.forkScoped
   )
 
-  const authenticate = (request: HttpServerRequest.HttpServerRequest, url: URL, requestId: string) =>
+  const authenticate = (request: HttpServerRequest.HttpServerRequest, requestId: string) =>
     Effect.gen(function* () {
-      for (const [name, value] of url.searchParams) {
-        if (KEY_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(value)) {
-          return yield* respond({
-            response: errorResponse(
-              E.Unauthenticated,
-              requestId,
-              "API keys are accepted only in the Authorization header.",
-              `query parameter '${name}' looks like a credential; send it as Authorization: Bearer <API_KEY>`
-            )
-          })
-        }
-      }
       const header = request.headers.authorization
       if (header === undefined || header === "") {
         return yield* respond({
@@ -191,61 +187,61 @@ export const makePipeline = Effect.gen(function* () {
       return principal.value
     })
 
+  const invalid = (requestId: string, message: string, detail: string) =>
+    respond({ response: errorResponse(E.InvalidRequest, requestId, message, detail) })
+
+  /** Reads, checks and parses a JSON body; the inner app then sees it already parsed. */
   const readJson = (request: HttpServerRequest.HttpServerRequest, requestId: string) =>
     Effect.gen(function* () {
-      const contentType = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
-      // application/json only: HttpApi decodes any other type (+json included) by reading the
-      // body again, which this function has already consumed, and the request would hang.
-      if (contentType !== "application/json") {
-        return yield* respond({
+      const [mediaType = "", ...params] = (request.headers["content-type"] ?? "").split(";")
+      const contentType = mediaType.trim().toLowerCase()
+      const charset = params
+        .map((p) => p.trim().toLowerCase())
+        .find((p) => p.startsWith("charset="))
+        ?.slice(8)
+        .replace(/"/g, "")
+      const encoding = (request.headers["content-encoding"] ?? "identity").trim().toLowerCase()
+      const unsupported = (detail: string) =>
+        respond({
           response: errorResponse(
             E.UnsupportedMediaType,
             requestId,
-            "This endpoint accepts application/json.",
-            `Content-Type '${contentType || "(none)"}' is not supported`
+            "This endpoint accepts application/json (UTF-8).",
+            detail
           )
         })
+      if (contentType !== "application/json") {
+        return yield* unsupported(`Content-Type '${contentType || "(none)"}' is not supported`)
       }
-      const length = Number(request.headers["content-length"] ?? "0")
-      if (length > JSON_BODY_LIMIT) {
-        return yield* respond({
-          response: errorResponse(E.PayloadTooLarge, requestId, `JSON bodies are limited to ${JSON_BODY_LIMIT} bytes.`)
-        })
+      if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
+        return yield* unsupported(`charset '${charset}' is not supported; send UTF-8`)
       }
-      const text = yield* request.text.pipe(
-        Effect.mapError(() => ({
-          _tag: "Respond" as const,
-          response: errorResponse(
-            E.PayloadTooLarge,
-            requestId,
-            "The request body could not be read within the size limit."
-          )
-        }))
-      )
+      if (encoding !== "identity") return yield* unsupported(`Content-Encoding '${encoding}' is not supported`)
+      const tooLarge = respond({
+        response: errorResponse(E.PayloadTooLarge, requestId, `JSON bodies are limited to ${JSON_BODY_LIMIT} bytes.`)
+      })
+      if (Number(request.headers["content-length"] ?? "0") > JSON_BODY_LIMIT) return yield* tooLarge
+      const read = yield* readBody(request, JSON_BODY_LIMIT)
+      if (read._tag !== "Ok") return yield* tooLarge
+      let text: string
+      try {
+        text = new TextDecoder("utf-8", { fatal: true }).decode(read.bytes)
+      } catch {
+        return yield* invalid(requestId, "The request body is not valid UTF-8.", "body: must be UTF-8 encoded JSON")
+      }
       let body: unknown
       try {
         body = JSON.parse(text)
       } catch {
-        return yield* respond({
-          response: errorResponse(
-            E.InvalidRequest,
-            requestId,
-            "The request body is not valid JSON.",
-            text.length === 0 ? "body: a JSON object is required" : "body: malformed JSON"
-          )
-        })
+        return yield* invalid(
+          requestId,
+          "The request body is not valid JSON.",
+          text.trim().length === 0 ? "body: a JSON object is required" : "body: malformed JSON"
+        )
       }
-      if (nestsDeeperThan(body, JSON_MAX_DEPTH)) {
-        return yield* respond({
-          response: errorResponse(
-            E.InvalidRequest,
-            requestId,
-            "The request body nests too deeply.",
-            `body: JSON nested deeper than ${JSON_MAX_DEPTH} levels`
-          )
-        })
-      }
-      return body
+      const problem = jsonProblem(body, JSON_MAX_DEPTH)
+      if (problem !== undefined) return yield* invalid(requestId, "The request body cannot be accepted.", problem)
+      return { text, body }
     })
 
   /**
@@ -332,6 +328,18 @@ export const makePipeline = Effect.gen(function* () {
   const handle = (app: HttpApp.Default, request: HttpServerRequest.HttpServerRequest, url: URL, requestId: string) =>
     Effect.gen(function* () {
       const path = url.pathname
+      // A key anywhere in the URL is refused on every route, public ones included.
+      const leaked = credentialInUrl(url)
+      if (leaked !== undefined) {
+        return errorResponse(
+          E.Unauthenticated,
+          requestId,
+          "API keys are accepted only in the Authorization header.",
+          `${leaked} looks like a credential; send it as Authorization: Bearer <API_KEY>`
+        )
+      }
+      // No resource is named with a NUL byte (and PostgreSQL could not store one).
+      if (/%00/.test(path)) return errorResponse(E.NotFound, requestId, "No such resource.")
       if (path === "/healthz") return HttpServerResponse.unsafeJson({ status: "ok" })
       if (path === "/readyz") {
         return yield* sql`SELECT 1`.pipe(
@@ -352,10 +360,10 @@ export const makePipeline = Effect.gen(function* () {
       const head = request.method === "HEAD"
       const match = matchRoute(head ? "GET" : request.method, path)
       if (match._tag === "NoRoute") {
-        return errorResponse(E.NotFound, requestId, `No route for ${request.method} ${path}.`)
+        return errorResponse(E.NotFound, requestId, `No route for ${request.method} ${shorten(path)}.`)
       }
       const route: Route = match.route
-      const principal = yield* authenticate(request, url, requestId)
+      const principal = yield* authenticate(request, requestId)
       if (route.scope !== undefined && !principal.scopes.has(route.scope)) {
         return errorResponse(
           E.ApiScopeRequired,
@@ -364,7 +372,9 @@ export const makePipeline = Effect.gen(function* () {
           `missing scope: ${route.scope}`
         )
       }
-      const key = route.mutating ? request.headers["idempotency-key"] : undefined
+      // Header values arrive as latin1: count the characters of the UTF-8 text the client sent.
+      const rawKey = route.mutating ? request.headers["idempotency-key"] : undefined
+      const key = rawKey === undefined ? undefined : Buffer.from(rawKey, "latin1").toString("utf8")
       if (route.mutating) {
         if (key === undefined) {
           return errorResponse(
@@ -374,26 +384,28 @@ export const makePipeline = Effect.gen(function* () {
             "Idempotency-Key: 8 to 128 characters"
           )
         }
-        if (key.length < 8 || key.length > 128) {
+        const length = [...key].length
+        if (length < 8 || length > 128) {
           return errorResponse(
             E.IdempotencyKeyInvalid,
             requestId,
             "The Idempotency-Key header must be 8 to 128 characters.",
-            `Idempotency-Key has ${key.length} characters`
+            `Idempotency-Key has ${length} characters`
           )
         }
       }
-      const body = route.body === "json" ? yield* readJson(request, requestId) : undefined
+      const json = route.body === "json" ? yield* readJson(request, requestId) : undefined
+      const inner = head ? asGet(request) : json !== undefined ? withParsedBody(request, json.text, json.body) : request
       // The inner app's requirements are the request's own (HttpServerRequest and friends).
       const run = app.pipe(
         Effect.locally(PrincipalRef, Option.some(principal)),
-        head ? Effect.provideService(HttpServerRequest.HttpServerRequest, asGet(request)) : identity
+        inner === request ? identity : Effect.provideService(HttpServerRequest.HttpServerRequest, inner)
       ) as Effect.Effect<HttpServerResponse.HttpServerResponse>
       if (key === undefined) return rewriteDecodeError(yield* run, requestId)
       const params = [...url.searchParams].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       const fingerprint = createHash("sha256")
         .update(
-          `${request.method} ${path}?${new URLSearchParams(params)}\n${body === undefined ? "" : canonicalJson(body)}`
+          `${request.method} ${path}?${new URLSearchParams(params)}\n${json === undefined ? "" : canonicalJson(json.body)}`
         )
         .digest("hex")
       return yield* idempotent(principal, key, fingerprint, requestId, run)
@@ -420,7 +432,7 @@ export const makePipeline = Effect.gen(function* () {
           // it takes, or percent-encoding it cannot decode): there is no such resource.
           if (isRouteNotFound(failure)) {
             return Effect.succeed(
-              errorResponse(E.NotFound, requestId, `No route for ${request.method} ${url.pathname}.`)
+              errorResponse(E.NotFound, requestId, `No route for ${request.method} ${shorten(url.pathname)}.`)
             )
           }
           const unavailable = isDatabaseFailure(failure)
@@ -444,10 +456,12 @@ export const makePipeline = Effect.gen(function* () {
       yield* Effect.logInfo("request").pipe(
         Effect.annotateLogs({
           method: request.method,
-          path: url.pathname,
+          path: redactKeys(url.pathname),
           status: response.status,
           ms: Math.round((performance.now() - started) * 10) / 10,
-          request_id: requestId
+          request_id: requestId,
+          // A replay answers with the first request's id: log it so the two can be joined.
+          ...(response.headers["idempotent-replayed"] === "true" ? { replay_of: response.headers["x-request-id"] } : {})
         })
       )
       return response.headers["x-request-id"] === undefined

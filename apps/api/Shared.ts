@@ -20,8 +20,44 @@ export const envelope = <A>(data: A) =>
 export const page = <A>(data: ReadonlyArray<A>, next_cursor: string | null) =>
   Effect.map(FiberRef.get(E.CurrentRequestId), (request_id) => ({ data, meta: { request_id, next_cursor } }))
 
+/** Absent or present, never `undefined`: so a wrong value is reported once, not also as "Expected undefined". */
+export const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+/** A decimal integer in a query string: not "1e1", "0x10", " 5" or "", which Number() would take. */
+export const intFromString = (min: number, max: number) => {
+  const message = () => `must be an integer from ${min} to ${max}`
+  return Schema.String.pipe(
+    Schema.pattern(/^-?\d{1,10}$/, { message }),
+    Schema.compose(Schema.NumberFromString),
+    Schema.int({ message }),
+    Schema.between(min, max, { message })
+  )
+}
+
+/** The `limit` query parameter of every collection. */
+export const Limit = intFromString(1, 100).annotations({
+  description: "Page size, 1 to 100 (default 50).",
+  jsonSchema: { type: "integer", minimum: 1, maximum: 100, default: 50 }
+})
+
+/** The `cursor` query parameter of every collection; checked by `keysetPage`. */
+export const Cursor = Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })
+
 /** How the pipeline reads an endpoint's body before the handler runs. */
 export class BodyKind extends Context.Tag("BodyKind")<BodyKind, "json">() {}
+
+/**
+ * What the OpenAPI document says about an endpoint's success response beyond what HttpApi
+ * expresses: more media types (HttpApi documents one per status) and response headers
+ * (name -> description; each always present).
+ */
+export class SuccessDoc extends Context.Tag("SuccessDoc")<
+  SuccessDoc,
+  {
+    readonly content?: Readonly<Record<string, { readonly schema: object }>>
+    readonly headers?: Readonly<Record<string, string>>
+  }
+>() {}
 
 /** Documents what the pipeline does for every POST, PATCH and DELETE: the Idempotency-Key rules. */
 export const idempotent = <A extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoint: A): A =>

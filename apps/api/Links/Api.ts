@@ -3,7 +3,17 @@ import { Schema } from "effect"
 import { CustomSlug, DestinationUrl, LinkStatus, Utm } from "../../../domain/Link.js"
 import * as E from "../Errors.js"
 import { Authentication, RequiredScope } from "../Security.js"
-import { Envelope, idempotent, jsonBody, Page } from "../Shared.js"
+import {
+  Cursor,
+  Envelope,
+  idempotent,
+  intFromString,
+  jsonBody,
+  Limit,
+  optional,
+  Page,
+  SuccessDoc
+} from "../Shared.js"
 
 export const Link = Schema.Struct({
   id: Schema.String.annotations({ description: "Link identifier; begins with link_." }),
@@ -25,9 +35,6 @@ export const Link = Schema.Struct({
   })
 }).annotations({ identifier: "Link" })
 export type Link = typeof Link.Type
-
-/** Absent or present, never `undefined`: so a wrong value is reported once, not also as "Expected undefined". */
-const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
 export const CreateLink = Schema.Struct({
   url: DestinationUrl,
@@ -55,37 +62,46 @@ const IsoInstant = Schema.String.pipe(
   )
 ).annotations({ jsonSchema: { type: "string", format: "date-time" } })
 
-/** A decimal integer in a query string: not "1e1", "0x10", " 5" or "", which Number() would take. */
-const intFromString = (min: number, max: number) => {
-  const message = () => `must be an integer from ${min} to ${max}`
-  return Schema.String.pipe(
-    Schema.pattern(/^-?\d{1,10}$/, { message }),
-    Schema.compose(Schema.NumberFromString),
-    Schema.int({ message }),
-    Schema.between(min, max, { message })
-  )
-}
+/** A search bound: a date or a date-time, documented as both. */
+const searchBound = (description: string) =>
+  IsoInstant.annotations({
+    description,
+    jsonSchema: {
+      description: `${description} A date (\`2024-05-01\`, midnight UTC) or a date-time (\`2024-05-01T12:30:00Z\`).`,
+      anyOf: [
+        { type: "string", format: "date" },
+        { type: "string", format: "date-time" }
+      ]
+    }
+  })
 
-export const Limit = intFromString(1, 100).annotations({
-  description: "Page size, 1 to 100 (default 50).",
-  jsonSchema: { type: "integer", minimum: 1, maximum: 100, default: 50 }
-})
-
-export const ListLinksParams = Schema.Struct({
-  cursor: optional(Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })),
-  limit: optional(Limit),
+/** The search filters of GET /links, which GET /links.csv takes too. */
+const linkSearchFields = {
   q: optional(
     Schema.String.pipe(
       Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
       Schema.filter((s) => !s.includes("\u0000") || "must not contain NUL characters")
     ).annotations({
-      description: "Case-insensitive substring of the slug or the destination URL."
+      description: "Case-insensitive substring of the slug or the destination URL.",
+      jsonSchema: {
+        type: "string",
+        maxLength: 2048,
+        description: "Case-insensitive substring of the slug or the destination URL (`%` and `_` match themselves)."
+      }
     })
   ),
   status: optional(LinkStatus),
-  created_after: optional(IsoInstant),
-  created_before: optional(IsoInstant)
+  created_after: optional(searchBound("Only links created after this instant (exclusive).")),
+  created_before: optional(searchBound("Only links created before this instant (exclusive)."))
+}
+
+export const ListLinksParams = Schema.Struct({
+  cursor: optional(Cursor),
+  limit: optional(Limit),
+  ...linkSearchFields
 })
+
+export const ExportLinksParams = Schema.Struct(linkSearchFields)
 
 const intParam = (min: number, max: number, description: string) =>
   intFromString(min, max).annotations({ description, jsonSchema: { type: "integer", minimum: min, maximum: max } })
@@ -133,6 +149,7 @@ export class LinksApi extends HttpApiGroup.make("links")
         HttpApiEndpoint.post("create", "/links")
           .setPayload(CreateLink)
           .addSuccess(Envelope(Link), { status: 201 })
+          .addError(E.InvalidRequest)
           .addError(E.SlugTaken)
           .addError(E.UrlNotAllowed)
           .annotate(scope, "links:write")
@@ -144,18 +161,25 @@ export class LinksApi extends HttpApiGroup.make("links")
     HttpApiEndpoint.get("list", "/links")
       .setUrlParams(ListLinksParams)
       .addSuccess(Page(Link))
+      .addError(E.InvalidRequest)
       .annotate(scope, "links:read")
       .annotate(OpenApi.Summary, "List and search Short Links, newest first")
   )
   .add(
     HttpApiEndpoint.get("export", "/links.csv")
+      .setUrlParams(ExportLinksParams)
       .addSuccess(
         HttpApiSchema.Text({ contentType: "text/csv" }).annotations({
-          description: "RFC 4180 CSV with a header row, every link of the account (disabled ones too), streamed."
+          description:
+            "RFC 4180 CSV with a header row and one row per link of the account that matches the filters (disabled links too, unless `status` leaves them out), newest first, streamed."
         })
       )
+      .addError(E.InvalidRequest)
       .annotate(scope, "links:read")
-      .annotate(OpenApi.Summary, "Export every Short Link as CSV")
+      .annotate(SuccessDoc, {
+        headers: { "Content-Disposition": 'Always `attachment; filename="links.csv"`.' }
+      })
+      .annotate(OpenApi.Summary, "Export Short Links as CSV, with the search filters of GET /links")
   )
   .add(
     HttpApiEndpoint.get("get", "/links/:id")
@@ -172,6 +196,7 @@ export class LinksApi extends HttpApiGroup.make("links")
           .setPath(IdPath)
           .setPayload(UpdateLink)
           .addSuccess(Envelope(Link))
+          .addError(E.InvalidRequest)
           .addError(E.NotFound)
           .addError(E.LinkDisabled)
           .addError(E.UrlNotAllowed)
@@ -199,8 +224,13 @@ export class LinksApi extends HttpApiGroup.make("links")
           description: "PNG by default; image/svg+xml with format=svg."
         })
       )
+      .addError(E.InvalidRequest)
       .addError(E.NotFound)
       .annotate(scope, "links:read")
+      .annotate(SuccessDoc, {
+        content: { "image/svg+xml": { schema: { type: "string", description: "An SVG document (format=svg)." } } },
+        headers: { "Content-Disposition": 'Always `inline; filename="<slug>.<png|svg>"`.' }
+      })
       .annotate(OpenApi.Summary, "Download the QR code of a Short Link")
   )
   .add(
@@ -218,6 +248,7 @@ export class LinksApi extends HttpApiGroup.make("links")
           .setPath(IdPath)
           .setPayload(UpdateLinkOptions)
           .addSuccess(Envelope(LinkOptions))
+          .addError(E.InvalidRequest)
           .addError(E.NotFound)
           .addError(E.LinkDisabled)
           .annotate(scope, "links:write")

@@ -2,16 +2,24 @@ import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Chunk, Effect, Option, Stream } from "effect"
 import * as QRCode from "qrcode"
 import { Topics } from "../../../domain/Events.js"
-import { isLinkId, isReservedSlug, type LinkRow } from "../../../domain/Link.js"
+import { effectivePort, isLinkId, isLoopbackHost, isReservedSlug, type LinkRow } from "../../../domain/Link.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
 import { newId, newSlug } from "../../../infra/Ids.js"
-import { Links } from "../../../infra/Links.js"
+import { type LinkFilter, Links } from "../../../infra/Links.js"
 import { Outbox } from "../../../infra/Outbox.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../Security.js"
 import { envelope, keysetPage } from "../Shared.js"
-import type { Link } from "./Api.js"
+import type { ExportLinksParams, Link } from "./Api.js"
+
+/** The search filters of GET /links and GET /links.csv, as the repository takes them. */
+const toFilter = (params: typeof ExportLinksParams.Type): LinkFilter => ({
+  q: params.q,
+  status: params.status,
+  createdAfter: params.created_after === undefined ? undefined : new Date(params.created_after),
+  createdBefore: params.created_before === undefined ? undefined : new Date(params.created_before)
+})
 
 const csvField = (value: string) => (/[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value)
 const CSV_COLUMNS = [
@@ -36,7 +44,9 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       const name = url.hostname.toLowerCase().replace(/\.+$/, "")
       return url.port === "" ? name : `${name}:${url.port}`
     }
-    const ownHosts = new Set([config.shortBase, config.apiBase, config.imageHost].map((u) => hostKey(new URL(u))))
+    const ownBases = [config.shortBase, config.apiBase, config.imageHost].map((u) => new URL(u))
+    const ownHosts = new Set(ownBases.map(hostKey))
+    const ownPorts = new Set(ownBases.map(effectivePort))
 
     /**
      * The caller's link, or 404 (another account's link is 404 too). An id of another shape
@@ -81,15 +91,30 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       return { ...rest, publication_status }
     }
 
-    /** Destinations may not point back at this service: a short link to a short link loops. */
-    const checkDestination = (url: string) =>
-      ownHosts.has(hostKey(new URL(url)))
-        ? E.fail(
-            E.UrlNotAllowed,
-            "The destination is one of this service's own hosts.",
-            "url: must not point to this service"
-          )
-        : Effect.void
+    /**
+     * Destinations may not point back at this service: a short link to a short link loops.
+     * That is one of its configured hosts, or a loopback name or address (in any notation the
+     * URL parser normalizes) on one of its ports. Other private addresses are fine: links are
+     * followed by browsers, never fetched by the server.
+     */
+    const checkDestination = (destination: string) => {
+      const url = new URL(destination)
+      if (ownHosts.has(hostKey(url))) {
+        return E.fail(
+          E.UrlNotAllowed,
+          "The destination is one of this service's own hosts.",
+          "url: must not point to this service"
+        )
+      }
+      if (isLoopbackHost(url.hostname) && ownPorts.has(effectivePort(url))) {
+        return E.fail(
+          E.UrlNotAllowed,
+          "The destination is a loopback address on one of this service's ports.",
+          "url: must not point to this service (a loopback host on one of its ports)"
+        )
+      }
+      return Effect.void
+    }
 
     return handlers
       .handle("create", ({ payload }) =>
@@ -139,23 +164,16 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
           keysetPage(
             urlParams,
             (afterSeq: bigint | undefined, limit: number) =>
-              links.search(principal.accountId, {
-                afterSeq,
-                limit,
-                q: urlParams.q,
-                status: urlParams.status,
-                createdAfter: urlParams.created_after === undefined ? undefined : new Date(urlParams.created_after),
-                createdBefore: urlParams.created_before === undefined ? undefined : new Date(urlParams.created_before)
-              }),
+              links.search(principal.accountId, { ...toFilter(urlParams), afterSeq, limit }),
             toApi
           )
         )
       )
-      .handle("export", () =>
+      .handle("export", ({ urlParams }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
           const header = `${CSV_COLUMNS.join(",")}\r\n`
-          const body = links.streamAll(principal.accountId).pipe(
+          const body = links.streamAll(principal.accountId, toFilter(urlParams)).pipe(
             Stream.map((row) => {
               const l = toApi(row)
               return `${CSV_COLUMNS.map((c) => csvField(String(l[c] ?? ""))).join(",")}\r\n`

@@ -3,17 +3,24 @@ import { Schema } from "effect"
 import { UTM_KEYS, Utm } from "../../../domain/Link.js"
 import * as E from "../Errors.js"
 import { Authentication, RequiredScope } from "../Security.js"
-import { Envelope, idempotent, jsonBody, Page } from "../Shared.js"
+import { Cursor, Envelope, idempotent, jsonBody, Limit, optional, Page } from "../Shared.js"
 
 export const MAX_PRESET_NAME_LENGTH = 100
 
+/**
+ * A preset name as sent: 1 to 100 characters with at least one that is not whitespace.
+ * Leading and trailing whitespace is then removed, so " Newsletter " and "Newsletter" are
+ * the same name (and taken once per account).
+ */
 export const UtmPresetName = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(MAX_PRESET_NAME_LENGTH, { message: () => `must be at most ${MAX_PRESET_NAME_LENGTH} characters` })
+  Schema.maxLength(MAX_PRESET_NAME_LENGTH, { message: () => `must be at most ${MAX_PRESET_NAME_LENGTH} characters` }),
+  Schema.filter((s) => s.trim() !== "" || "must contain a character that is not whitespace"),
+  Schema.compose(Schema.Trim)
 ).annotations({
   identifier: "UtmPresetName",
-  description: "1 to 100 characters, unique within the account.",
-  jsonSchema: { type: "string", minLength: 1, maxLength: MAX_PRESET_NAME_LENGTH }
+  description: `1 to ${MAX_PRESET_NAME_LENGTH} characters, at least one of them not whitespace; leading and trailing whitespace is removed before the name is stored. Unique within the account (after that trimming).`,
+  jsonSchema: { type: "string", minLength: 1, maxLength: MAX_PRESET_NAME_LENGTH, pattern: "\\S" }
 })
 
 /** The UTM parameters of a preset: at least one of the five, each 1 to 200 characters. */
@@ -55,19 +62,9 @@ export const UpdateUtmPreset = Schema.Struct({
     parseOptions: strict
   })
 
-const Limit = Schema.NumberFromString.pipe(
-  Schema.int({ message: () => "must be an integer from 1 to 100" }),
-  Schema.between(1, 100, { message: () => "must be an integer from 1 to 100" })
-).annotations({
-  description: "Page size, 1 to 100 (default 50).",
-  jsonSchema: { type: "integer", minimum: 1, maximum: 100, default: 50 }
-})
-
 export const ListUtmPresetsParams = Schema.Struct({
-  cursor: Schema.optional(
-    Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })
-  ),
-  limit: Schema.optional(Limit)
+  cursor: optional(Cursor),
+  limit: optional(Limit)
 })
 
 const IdPath = Schema.Struct({ id: Schema.String })
@@ -80,6 +77,7 @@ export class UtmPresetsApi extends HttpApiGroup.make("utmPresets")
         HttpApiEndpoint.post("create", "/utm-presets")
           .setPayload(CreateUtmPreset)
           .addSuccess(Envelope(UtmPreset), { status: 201 })
+          .addError(E.InvalidRequest)
           .addError(E.UtmPresetNameTaken)
           .annotate(scope, "links:write")
           .annotate(OpenApi.Summary, "Create a UTM preset")
@@ -90,6 +88,7 @@ export class UtmPresetsApi extends HttpApiGroup.make("utmPresets")
     HttpApiEndpoint.get("list", "/utm-presets")
       .setUrlParams(ListUtmPresetsParams)
       .addSuccess(Page(UtmPreset))
+      .addError(E.InvalidRequest)
       .annotate(scope, "links:read")
       .annotate(OpenApi.Summary, "List UTM presets, newest first")
   )
@@ -108,6 +107,7 @@ export class UtmPresetsApi extends HttpApiGroup.make("utmPresets")
           .setPath(IdPath)
           .setPayload(UpdateUtmPreset)
           .addSuccess(Envelope(UtmPreset))
+          .addError(E.InvalidRequest)
           .addError(E.NotFound)
           .addError(E.UtmPresetNameTaken)
           .annotate(scope, "links:write")

@@ -1,5 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { isPresetId } from "../../../domain/UtmPreset.js"
 import { newId } from "../../../infra/Ids.js"
 import { type UtmPresetRecord, UtmPresets } from "../../../infra/UtmPresets.js"
 import { Api } from "../Api.js"
@@ -51,6 +52,7 @@ export const UtmPresetsHttp = HttpApiBuilder.group(Api, "utmPresets", (handlers)
       .handle("get", ({ path }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
+          if (!isPresetId(path.id)) return yield* notFound()
           const row = yield* presets.find(principal.accountId, path.id)
           if (Option.isNone(row)) return yield* notFound()
           return yield* envelope(toApi(row.value))
@@ -59,6 +61,7 @@ export const UtmPresetsHttp = HttpApiBuilder.group(Api, "utmPresets", (handlers)
       .handle("update", ({ path, payload }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
+          if (!isPresetId(path.id)) return yield* notFound()
           const current = yield* presets.findForUpdate(principal.accountId, path.id)
           if (Option.isNone(current)) return yield* notFound()
           const row = yield* presets.update(path.id, { name: payload.name, utm: payload.utm })
@@ -69,6 +72,7 @@ export const UtmPresetsHttp = HttpApiBuilder.group(Api, "utmPresets", (handlers)
       .handle("delete", ({ path }) =>
         Effect.gen(function* () {
           const principal = yield* CurrentPrincipal
+          if (!isPresetId(path.id)) return yield* notFound()
           const row = yield* presets.remove(principal.accountId, path.id)
           if (Option.isNone(row)) return yield* notFound()
           return yield* envelope(toApi(row.value))
