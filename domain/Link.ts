@@ -93,6 +93,9 @@ export const isLinkId = (id: string): boolean => /^link_[0-9A-Za-z]{1,64}$/.test
 export const isUriCharacters = (value: string): boolean =>
   /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$/.test(value)
 
+const DESTINATION_URL_DESCRIPTION =
+  'An absolute http or https URI (RFC 3986), at most 2048 characters. Other characters (for example space, `"`, `<`, `>`, `\\`, `^`, `{`, `|`, `}` and non-ASCII letters) must be percent-encoded, a `%` must start a two-hex-digit escape, and an international host name is written in its `xn--` (punycode) form.'
+
 export const DestinationUrl = Schema.String.pipe(
   Schema.maxLength(MAX_URL_LENGTH, {
     message: () => `must be at most ${MAX_URL_LENGTH} characters`
@@ -107,9 +110,8 @@ export const DestinationUrl = Schema.String.pipe(
   )
 ).annotations({
   identifier: "DestinationUrl",
-  description:
-    "An absolute http or https URI (RFC 3986), at most 2048 characters. Other characters (for example space, `\"`, `<`, `>`, `\\`, `^`, `{`, `|`, `}` and non-ASCII letters) must be percent-encoded, a `%` must start a two-hex-digit escape, and an international host name is written in its `xn--` (punycode) form.",
-  jsonSchema: { type: "string", format: "uri", maxLength: MAX_URL_LENGTH }
+  description: DESTINATION_URL_DESCRIPTION,
+  jsonSchema: { type: "string", format: "uri", maxLength: MAX_URL_LENGTH, description: DESTINATION_URL_DESCRIPTION }
 })
 
 export const CustomSlug = Schema.String.pipe(

@@ -78,6 +78,9 @@ ensure_jars() {
   touch "$tmp/.complete"
   rm -rf "$LIBS"
   mv "$tmp" "$LIBS"
+  # Jars of an older pom are no longer needed (no broker runs: start checked that first).
+  find "$KAFKA_HOME" -mindepth 1 -maxdepth 1 -type d -name 'libs-*' ! -path "$LIBS" \
+    -exec rm -rf {} + 2>/dev/null || true
 }
 
 # A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (Kafka's Uuid format;

@@ -59,7 +59,6 @@ describe("OpenAPI document", () => {
       for (const [method, operation] of Object.entries<any>(item)) {
         expect(codesOf(operation, "401"), `${method} ${path}`).toEqual(["unauthenticated"])
         expect(codesOf(operation, "403"), `${method} ${path}`).toContain("api_scope_required")
-        expect(codesOf(operation, "400"), `${method} ${path}`).toContain("invalid_request")
         expect(codesOf(operation, "500"), `${method} ${path}`).toEqual(["internal_error"])
         expect(codesOf(operation, "503"), `${method} ${path}`).toEqual(["dependency_unavailable"])
         expect(operation.security, `${method} ${path}`).toEqual([{ bearer: [] }])
@@ -69,6 +68,124 @@ describe("OpenAPI document", () => {
     expect(codesOf(op("/v1/links", "post"), "415")).toEqual(["unsupported_media_type"])
     expect(codesOf(op("/v1/links/{id}", "patch"), "409")).toContain("link_disabled")
     expect(codesOf(op("/v1/links/{id}", "get"), "404")).toEqual(["not_found"])
+  })
+
+  it("documents 400 invalid_request on every operation with a payload or query parameters, and only there", () => {
+    const validated: Array<string> = []
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        const takesInput =
+          operation.requestBody !== undefined || (operation.parameters ?? []).some((p: any) => p.in === "query")
+        const label = `${method} ${path}`
+        if (takesInput) {
+          validated.push(label)
+          expect(codesOf(operation, "400"), label).toContain("invalid_request")
+        } else {
+          // A path id of any shape is looked up (404); nothing else of the request is validated.
+          expect(codesOf(operation, "400"), label).not.toContain("invalid_request")
+        }
+        // No leftover of HttpApi's own decode error.
+        expect(JSON.stringify(operation), label).not.toContain("HttpApiDecodeError")
+      }
+    }
+    expect(validated).toEqual(
+      expect.arrayContaining(["post /v1/links", "get /v1/links", "get /v1/links.csv", "get /v1/links/{id}/qr"])
+    )
+    expect(op("/v1/links/{id}", "get").responses["400"]).toBeUndefined()
+    expect(op("/v1/links/{id}/options", "get").responses["400"]).toBeUndefined()
+    expect(op("/v1/utm-presets/{id}", "get").responses["400"]).toBeUndefined()
+    expect(codesOf(op("/v1/links/{id}", "delete"), "400").sort()).toEqual([
+      "idempotency_key_invalid",
+      "idempotency_key_required"
+    ])
+  })
+
+  it("gives GET /links.csv the search parameters of GET /links except cursor and limit", () => {
+    const names = (o: any) => (o.parameters ?? []).filter((p: any) => p.in === "query").map((p: any) => p.name)
+    expect(names(op("/v1/links.csv", "get")).sort()).toEqual(["created_after", "created_before", "q", "status"])
+    expect(names(op("/v1/links", "get")).sort()).toEqual([
+      "created_after",
+      "created_before",
+      "cursor",
+      "limit",
+      "q",
+      "status"
+    ])
+  })
+
+  it("documents created_after and created_before as a date or a date-time", () => {
+    for (const path of ["/v1/links", "/v1/links.csv"]) {
+      for (const name of ["created_after", "created_before"]) {
+        const param = op(path, "get").parameters.find((p: any) => p.name === name)
+        expect(param.schema.anyOf, `${path} ${name}`).toEqual([
+          { type: "string", format: "date" },
+          { type: "string", format: "date-time" }
+        ])
+        expect(param.description, `${path} ${name}`).toMatch(/date.*date-time/)
+      }
+    }
+  })
+
+  it("documents the response headers: X-Request-Id everywhere, Idempotent-Replayed, Retry-After, Content-Disposition", () => {
+    const headers = doc.components.headers
+    expect(headers["X-Request-Id"]).toMatchObject({ required: true, schema: { type: "string" } })
+    expect(headers["Idempotent-Replayed"]).toMatchObject({ schema: { type: "string", enum: ["true"] } })
+    expect(headers["Retry-After"]).toMatchObject({ schema: { type: "integer" } })
+    const ref = (name: string) => ({ $ref: `#/components/headers/${name}` })
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        const mutating = ["post", "patch", "delete"].includes(method)
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          const label = `${method} ${path} ${status}`
+          expect(response.headers?.["X-Request-Id"], label).toEqual(ref("X-Request-Id"))
+          if (status.startsWith("2")) {
+            if (mutating) expect(response.headers["Idempotent-Replayed"], label).toEqual(ref("Idempotent-Replayed"))
+            else expect(response.headers["Idempotent-Replayed"], label).toBeUndefined()
+          }
+          if (status === "503" || (mutating && status === "409")) {
+            expect(response.headers["Retry-After"], label).toEqual(ref("Retry-After"))
+          }
+          // Rejections made before the operation runs are never stored, so never replayed.
+          if (["400", "401", "403", "413", "415", "500", "503"].includes(status)) {
+            expect(response.headers["Idempotent-Replayed"], label).toBeUndefined()
+          }
+        }
+      }
+    }
+    // A replayed 409 is a stored answer of the operation (slug_taken), not of the idempotency check.
+    expect(op("/v1/links", "post").responses["409"].headers["Idempotent-Replayed"]).toEqual(ref("Idempotent-Replayed"))
+    expect(op("/v1/links/{id}", "delete").responses["409"].headers["Idempotent-Replayed"]).toBeUndefined()
+    for (const [path, label] of [
+      ["/v1/links.csv", "CSV"],
+      ["/v1/links/{id}/qr", "QR"]
+    ]) {
+      expect(op(path, "get").responses["200"].headers["Content-Disposition"], label).toMatchObject({
+        required: true,
+        schema: { type: "string" }
+      })
+    }
+  })
+
+  it("describes an error response by the codes it lists, not by HttpApi's decode error", () => {
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          if (Number(status) < 400) continue
+          expect(response.description, `${method} ${path} ${status}`).not.toMatch(/did not match the expected schema/)
+          for (const code of codesOf(operation, status)) {
+            if (codesOf(operation, status).length > 1) expect(response.description).toContain(`\`${code}\``)
+          }
+        }
+      }
+    }
+  })
+
+  it("describes url_not_allowed truthfully: own hosts and loopback on its ports for links", () => {
+    const description: string = doc.components.schemas.UrlNotAllowedError.description
+    expect(description).toMatch(/own hosts/)
+    expect(description).toMatch(/loopback/)
+    expect(description).toMatch(/private addresses are otherwise valid destinations/)
+    expect(description).toMatch(/Server-side fetches.*private/)
   })
 
   it("describes CreateLink exactly: url (uri, max 2048) required, custom_slug pattern, no other properties", () => {
@@ -88,6 +205,9 @@ describe("OpenAPI document", () => {
 
   it("documents the CSV export and the QR download with their media types", () => {
     expect(Object.keys(op("/v1/links.csv", "get").responses["200"].content)).toEqual(["text/csv"])
-    expect(Object.keys(op("/v1/links/{id}/qr", "get").responses["200"].content)).toContain("image/png")
+    expect(Object.keys(op("/v1/links/{id}/qr", "get").responses["200"].content).sort()).toEqual([
+      "image/png",
+      "image/svg+xml"
+    ])
   })
 })

@@ -2,7 +2,7 @@ import { inflateSync } from "node:zlib"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
-import { expectEnvelope, expectError, fetchBytes, parseCsv, pngSize } from "../support/http.js"
+import { expectEnvelope, expectError, fetchBytes, parseCsv, pngSize, sleep } from "../support/http.js"
 
 const SHORT_BASE = "http://sho.rt"
 const COLUMNS = [
@@ -27,10 +27,21 @@ afterAll(() => t.close())
 const create = async (key: string, body: unknown) =>
   expectEnvelope(await call(`${t.api}/links`, { method: "POST", key, body }), 201)
 
-const csvOf = async (key: string) => {
-  const r = await call(`${t.api}/links.csv`, { key })
+const csvOf = async (key: string, query = "") => {
+  const r = await call(`${t.api}/links.csv${query}`, { key })
   expect(r.status, r.text).toBe(200)
   return r
+}
+
+/** Runs SQL on the test database directly: for rows the API no longer accepts. */
+const sql = async (text: string, values: Array<unknown>) => {
+  const client = new pg.Client({ connectionString: t.databaseUrl })
+  await client.connect()
+  try {
+    await client.query(text, values)
+  } finally {
+    await client.end()
+  }
 }
 
 describe("GET /links.csv", () => {
@@ -38,11 +49,24 @@ describe("GET /links.csv", () => {
   const made: Array<any> = []
   beforeAll(async () => {
     exporter = await t.newAccount()
+    // A few milliseconds apart, so that created_at (shown in milliseconds) orders them.
     made.push(await create(exporter.key, { url: "https://example.com/plain" }))
-    made.push(await create(exporter.key, { url: 'https://example.com/?a=1,2&b="quoted"', custom_slug: "csv-quotes" }))
+    await sleep(5)
+    made.push(
+      await create(exporter.key, { url: "https://example.com/?a=1,2&b=%22quoted%22", custom_slug: "csv-commas" })
+    )
+    await sleep(5)
     made.push(await create(exporter.key, { url: "https://example.com/to-disable" }))
     expectEnvelope(await call(`${t.api}/links/${made[2].id}`, { method: "DELETE", key: exporter.key }), 200)
     made[2] = expectEnvelope(await call(`${t.api}/links/${made[2].id}`, { key: exporter.key }), 200)
+    await sleep(5)
+    // A destination stored before the API required RFC 3986 URIs may hold a double quote.
+    await sql(
+      `INSERT INTO links (id, account_id, slug, destination_url, status)
+       VALUES ('link_LegacyQuotes0000000000', $1, 'csv-quotes', $2, 'active')`,
+      [exporter.accountId, 'https://example.com/?a=1,2&b="quoted"']
+    )
+    made.push(expectEnvelope(await call(`${t.api}/links/link_LegacyQuotes0000000000`, { key: exporter.key }), 200))
   })
 
   it("is text/csv with a header row, CRLF line ends and one row per link", async () => {
@@ -73,6 +97,7 @@ describe("GET /links.csv", () => {
         link.expires_at ?? ""
       ])
     }
+    expect(r.text).toContain('"https://example.com/?a=1,2&b=%22quoted%22"')
     expect(r.text).toContain('"https://example.com/?a=1,2&b=""quoted"""')
   })
 
@@ -80,6 +105,54 @@ describe("GET /links.csv", () => {
     const rows = parseCsv((await csvOf(exporter.key)).text)
     const disabled = rows.find((row) => row[0] === made[2].id)
     expect(disabled?.[4]).toBe("disabled")
+  })
+
+  it("takes the search filters of GET /links: q, status, created_after, created_before", async () => {
+    const ids = async (query: string) =>
+      parseCsv((await csvOf(exporter.key, query)).text)
+        .slice(1)
+        .map((row) => row[0])
+    const [plain, commas, disabled, legacy] = made
+    expect(await ids("?status=disabled")).toEqual([disabled.id])
+    expect(await ids("?status=active")).toEqual([legacy.id, commas.id, plain.id])
+    expect(await ids("?q=CSV-")).toEqual([legacy.id, commas.id])
+    expect(await ids(`?q=${encodeURIComponent("%22")}`)).toEqual([commas.id])
+    expect(await ids("?q=csv-&status=active")).toEqual([legacy.id, commas.id])
+    expect(await ids("?q=no-such-link")).toEqual([])
+    expect(await ids(`?created_after=${encodeURIComponent(disabled.created_at)}`)).toEqual([legacy.id])
+    expect(await ids(`?created_before=${encodeURIComponent(commas.created_at)}`)).toEqual([plain.id])
+    expect(await ids("?created_after=2000-01-01&created_before=2999-01-01")).toHaveLength(made.length)
+    expect(await ids("?created_before=2000-01-01")).toEqual([])
+    // A filtered export still starts with the header row.
+    expect((await csvOf(exporter.key, "?q=no-such-link")).text).toBe(`${COLUMNS.join(",")}\r\n`)
+  })
+
+  it.each([
+    ["status", "deleted"],
+    ["status", ""],
+    ["created_after", "yesterday"],
+    ["created_after", "2024-02-30"],
+    ["created_before", "2024/01/01"],
+    ["q", "a\u0000b"],
+    ["q", "x".repeat(2049)]
+  ])("rejects %s=%j with 400 invalid_request naming the parameter", async (name, value) => {
+    const r = await call(`${t.api}/links.csv?${name}=${encodeURIComponent(value)}`, { key: exporter.key })
+    expectError(r, 400, "invalid_request", new RegExp(`^${name}:`))
+  })
+
+  it("filters a large export across its paged reads", async () => {
+    const bulk = await t.newAccount()
+    await sql(
+      `INSERT INTO links (id, account_id, slug, destination_url, status)
+       SELECT 'link_filt' || lpad(i::text, 17, '0'), $1, 'filt' || i, 'https://example.com/filt/' || i,
+              CASE WHEN i % 3 = 0 THEN 'disabled' ELSE 'active' END
+       FROM generate_series(1, 1200) AS i ORDER BY i`,
+      [bulk.accountId]
+    )
+    const rows = parseCsv((await csvOf(bulk.key, "?status=disabled")).text).slice(1)
+    expect(rows).toHaveLength(400)
+    expect(rows.every((row) => row[4] === "disabled")).toBe(true)
+    expect(rows.map((row) => row[1])).toEqual(Array.from({ length: 400 }, (_, i) => `filt${1200 - 3 * i}`))
   })
 
   it("an account without links gets the header row alone", async () => {

@@ -71,6 +71,7 @@ describe("link options (UTM and expiry, DESIGN.md)", () => {
       [{ utm: { utm_source: "x".repeat(201) } }, "utm.utm_source"],
       [{ expires_at: "2001-01-01T00:00:00Z" }, "expires_at"],
       [{ expires_at: "tomorrow" }, "expires_at"],
+      [{ expires_at: "2099-01-01T00:00" }, "expires_at"],
       [{}, "body"],
       [{ utm: null, color: "red" }, "color"]
     ] as const) {

@@ -92,6 +92,23 @@ describe("POST /links: success", () => {
     expect(link.destination_url).toBe(url)
   })
 
+  it.each([
+    "https://example.com/a?b=c&d=e#frag",
+    "http://example.com:8443/path;params?q=1",
+    "https://[2001:db8::1]:8443/x",
+    "http://[::1]:3000/",
+    "https://user:pa%20ss@example.com/",
+    "https://example.com/b%C3%BCcher?q=%E2%9C%93#%F0%9F%98%80",
+    "https://xn--bcher-kva.de/x",
+    "https://example.com/~user/a-b_c.d",
+    "https://example.com/'()*!$&+,;=:@/x?'()*!$&+,;=:@/?#'()*!$&+,;=:@/?",
+    "https://example.com/?a[]=1&a[]=2",
+    "HTTPS://EXAMPLE.COM/UPPER%2fCASE"
+  ])("accepts the RFC 3986 URI %s and stores it unchanged", async (url) => {
+    const link = await create(acct.key, { url })
+    expect(link.destination_url).toBe(url)
+  })
+
   it("accepts application/json with parameters and in any letter case", async () => {
     for (const contentType of ["application/json; charset=utf-8", "Application/JSON"]) {
       const r = await call(`${t.api}/links`, {
@@ -129,6 +146,28 @@ describe("POST /links: invalid input is 400 invalid_request, with detail naming 
     ["https:// alone", JSON.stringify({ url: "https://" }), /url/],
     ["url with a space", JSON.stringify({ url: "https://example.com/a b" }), /url/],
     ["url with a control character", JSON.stringify({ url: "https://example.com/\u0000" }), /url/],
+    ...[
+      "https://example.com/a|b",
+      'https://example.com/"quoted"',
+      "https://example.com/%zz",
+      "https://example.com/100%",
+      "https://example.com/%4",
+      "https://example.com/{x}",
+      "https://example.com/<script>",
+      "https://example.com/a\\b",
+      "https://example.com/a^b",
+      "https://example.com/a`b",
+      "https://example.com/?q=a|b",
+      "https://example.com/#<frag>",
+      "https://bücher.de/x",
+      "https://example.com/bücher",
+      "https://example.com/\u{1F600}",
+      "https://example.com/\u00a0"
+    ].map((url): [string, string, RegExp] => [
+      `non-URI url ${JSON.stringify(url)}`,
+      JSON.stringify({ url }),
+      /url: .*(URI \(RFC 3986\)|whitespace)/
+    ]),
     ["empty url", JSON.stringify({ url: "" }), /url/],
     ["custom_slug of 3 characters", JSON.stringify({ url: "https://e.com", custom_slug: "abc" }), /custom_slug/],
     [
@@ -289,6 +328,59 @@ describe("POST /links: slugs in use, reserved slugs and own hosts", () => {
     expectError(r, 422, "url_not_allowed", /url/)
   })
 
+  // The test API's own bases: http://sho.rt (port 80), http://localhost:8080/v1, http://localhost:8082.
+  it.each([
+    "http://localhost:8080/v1/links",
+    "http://LOCALHOST:8082/x",
+    "http://localhost./x",
+    "http://localhost/x",
+    "https://localhost:80/x",
+    "http://app.localhost:8080/x",
+    "http://127.0.0.1:8080/x",
+    "http://127.9.9.9:8082/x",
+    "http://127.0.0.1/x",
+    "http://2130706433:8080/x",
+    "http://0x7f000001:8080/x",
+    "http://0177.0.0.1:8080/x",
+    "http://127.1:8080/x",
+    "http://%6c%6fcalhost:8080/x",
+    "http://[::1]:8080/x",
+    "http://[0:0:0:0:0:0:0:1]:8082/x",
+    "http://[::ffff:127.0.0.1]:8080/x",
+    "http://[::ffff:7f00:1]/x",
+    "http://0.0.0.0:8080/x",
+    "http://[::]:8082/x"
+  ])("rejects a loopback alias on one of the service's own ports: %s (422 url_not_allowed)", async (url) => {
+    const r = await call(`${t.api}/links`, { method: "POST", key: acct.key, body: { url } })
+    expectError(r, 422, "url_not_allowed", /url: must not point to this service/)
+  })
+
+  it("allows loopback hosts on other ports, and private addresses, as destinations", async () => {
+    for (const url of [
+      "http://localhost:3000/dev",
+      "http://127.0.0.1:8081/x",
+      "https://localhost/x",
+      "http://[::1]:9000/",
+      "http://10.0.0.1:8080/intranet",
+      "http://192.168.1.1/router",
+      "http://172.16.0.5:8082/x",
+      "http://[fd00::1]:8080/x",
+      "http://169.254.169.254/latest"
+    ]) {
+      expect((await create(acct.key, { url })).destination_url).toBe(url)
+    }
+  })
+
+  it("PATCH refuses a loopback alias on an own port too", async () => {
+    const link = await create(acct.key, { url: "https://example.com/loop" })
+    const r = await call(`${t.api}/links/${link.id}`, {
+      method: "PATCH",
+      key: acct.key,
+      body: { url: "http://2130706433:8082/x" }
+    })
+    expectError(r, 422, "url_not_allowed")
+  })
+
   it("allows hosts that only resemble the short host", async () => {
     for (const url of ["https://sho.rt.example.com/x", "https://notsho.rt/x", "https://example.com/sho.rt"]) {
       await create(acct.key, { url })
@@ -345,6 +437,9 @@ describe("PATCH /links/{id}", () => {
     ["an extra property", { url: "https://e.com/x", publication_status: "disabled" }, /publication_status/],
     ["a missing url", {}, /url/],
     ["a non-http url", { url: "javascript:alert(1)" }, /url/],
+    ["a non-URI url", { url: "https://example.com/a|b" }, /url: must be a URI \(RFC 3986\)/],
+    ["a url with a bad percent-escape", { url: "https://example.com/%zz" }, /url: must be a URI/],
+    ["a url with a non-ASCII host", { url: "https://bücher.de/x" }, /url: must be a URI/],
     ["a url longer than 2048 characters", { url: `https://e.com/${"b".repeat(2040)}` }, /url.*2048/],
     ["a non-object body", [], /body/]
   ])("rejects %s with 400 invalid_request and leaves the link unchanged", async (_, body, detail) => {

@@ -1,5 +1,7 @@
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { sleep } from "../support/http.js"
 
 let t: TestApi
 let acct: TestAccount
@@ -117,15 +119,61 @@ describe("UTM presets: create, read, list", () => {
     const badCursor = await call(`${t.api}/utm-presets?cursor=nonsense`, { key: acct.key })
     expectError(badCursor, 400, "invalid_request")
     expect(badCursor.json.error.detail).toContain("cursor")
-    for (const limit of ["0", "101", "abc", "1.5"]) {
-      const res = await call(`${t.api}/utm-presets?limit=${limit}`, { key: acct.key })
+    for (const limit of ["0", "101", "abc", "1.5", "", "-1", "1e1", "0x10", " 5", "9999999999999999999999"]) {
+      const res = await call(`${t.api}/utm-presets?limit=${encodeURIComponent(limit)}`, { key: acct.key })
       expectError(res, 400, "invalid_request")
-      expect(res.json.error.detail, limit).toContain("limit")
+      // One clean reason, the same as GET /links gives.
+      expect(res.json.error.detail, limit).toBe("limit: must be an integer from 1 to 100")
+      const links = await call(`${t.api}/links?limit=${encodeURIComponent(limit)}`, { key: acct.key })
+      expect(links.json.error.detail, limit).toBe(res.json.error.detail)
     }
   })
 
   it("answers 404 not_found for an unknown id", async () => {
     expectError(await call(`${t.api}/utm-presets/utmp_doesnotexist`, { key: acct.key }), 404, "not_found")
+  })
+
+  it("answers 404 for ids that cannot be preset ids without querying the presets table", async () => {
+    // With the table locked, any query on it waits: only an answer given before SQL comes back.
+    const client = new pg.Client({ connectionString: t.databaseUrl })
+    await client.connect()
+    try {
+      await client.query("BEGIN")
+      await client.query("LOCK TABLE utm_presets IN ACCESS EXCLUSIVE MODE")
+      // A well-formed id does reach the table, and waits for the lock (the control).
+      let controlDone = false
+      const control = call(`${t.api}/utm-presets/utmp_WellFormedButUnknown000`, { key: acct.key }).then((r) => {
+        controlDone = true
+        return r
+      })
+      const ids = [
+        "utmp_%00",
+        "utmp_a%00b",
+        `utmp_${"a".repeat(65)}`,
+        `utmp_${"a".repeat(3000)}`,
+        "utmp_",
+        "utmp_a-b",
+        "UTMP_abc",
+        "utmp_%C3%A9",
+        "not-a-preset",
+        "link_abc"
+      ]
+      for (const id of ids) {
+        const url = `${t.api}/utm-presets/${id}`
+        for (const c of [{}, { method: "PATCH", body: { name: "x" } }, { method: "DELETE" }]) {
+          const res = await Promise.race([
+            call(url, { key: acct.key, ...c }),
+            sleep(3000).then(() => ({ status: 0, text: "no answer within 3 s: the request waited for SQL", json: {} }))
+          ])
+          expectError(res, 404, "not_found")
+        }
+      }
+      expect(controlDone).toBe(false)
+      await client.query("ROLLBACK")
+      expectError(await control, 404, "not_found")
+    } finally {
+      await client.end()
+    }
   })
 })
 
@@ -137,6 +185,13 @@ describe("UTM presets: validation", () => {
     ["a missing utm", { name: "x" }, ["utm"]],
     ["a missing name", { utm: { utm_source: "a" } }, ["name"]],
     ["an empty name", { name: "", utm: { utm_source: "a" } }, ["name", "empty"]],
+    ["a name of only spaces", { name: "   ", utm: { utm_source: "a" } }, ["name", "not whitespace"]],
+    ["a name of only tabs and line breaks", { name: "\t\r\n ", utm: { utm_source: "a" } }, ["name", "not whitespace"]],
+    [
+      "a name of only Unicode spaces",
+      { name: "\u00a0\u2003\u3000", utm: { utm_source: "a" } },
+      ["name", "not whitespace"]
+    ],
     ["a name of 101 characters", { name: "n".repeat(101), utm: { utm_source: "a" } }, ["name", "100"]],
     ["an empty UTM value", { name: "x", utm: { utm_medium: "" } }, ["utm.utm_medium", "empty"]],
     ["a UTM value of 201 characters", { name: "x", utm: { utm_term: "t".repeat(201) } }, ["utm.utm_term", "200"]],
@@ -189,6 +244,7 @@ describe("UTM presets: validation", () => {
       [{ utm: { utm_source: "a", extra: "b" } }, ["utm.extra"]],
       [{ utm: {} }, ["utm", "at least one"]],
       [{ name: "" }, ["name"]],
+      [{ name: "  " }, ["name", "not whitespace"]],
       [{ name: "n".repeat(101) }, ["name", "100"]],
       [{ utm: { utm_campaign: "c".repeat(201) } }, ["utm.utm_campaign", "200"]],
       [{ name: null }, ["name"]]
@@ -258,6 +314,25 @@ describe("UTM presets: update and delete", () => {
 })
 
 describe("UTM presets: names are unique per account", () => {
+  it("leading and trailing whitespace is removed from names, so a name padded with it is the same name", async () => {
+    const name = uniqueName("padded")
+    const p = await createOk(acct.key, { name: ` \t${name}  `, utm: { utm_source: "a" } })
+    expect(p.name).toBe(name)
+    expect((await call(`${t.api}/utm-presets/${p.id}`, { key: acct.key })).json.data.name).toBe(name)
+    expectError(await create(acct.key, { name, utm: { utm_source: "b" } }), 409, "utm_preset_name_taken")
+    expectError(await create(acct.key, { name: `${name}\n`, utm: { utm_source: "b" } }), 409, "utm_preset_name_taken")
+    // Inner whitespace is kept.
+    const inner = await createOk(acct.key, { name: `${name}  x`, utm: { utm_source: "c" } })
+    expect(inner.name).toBe(`${name}  x`)
+    const renamed = await call(`${t.api}/utm-presets/${inner.id}`, {
+      method: "PATCH",
+      key: acct.key,
+      body: { name: `  ${name} renamed ` }
+    })
+    expect(renamed.status, renamed.text).toBe(200)
+    expect(renamed.json.data.name).toBe(`${name} renamed`)
+  })
+
   it("POST with a name the account already uses is 409 utm_preset_name_taken", async () => {
     const name = uniqueName("dup")
     await createOk(acct.key, { name, utm: { utm_source: "a" } })

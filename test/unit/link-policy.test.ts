@@ -1,7 +1,15 @@
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { decodeCursor, encodeCursor } from "../../apps/api/Shared.js"
-import { CustomSlug, DestinationUrl, isReservedSlug } from "../../domain/Link.js"
+import {
+  CustomSlug,
+  DestinationUrl,
+  effectivePort,
+  isLoopbackHost,
+  isReservedSlug,
+  isUriCharacters
+} from "../../domain/Link.js"
+import { isPresetId } from "../../domain/UtmPreset.js"
 import { newSlug } from "../../infra/Ids.js"
 
 const validUrl = Schema.decodeUnknownEither(DestinationUrl)
@@ -32,6 +40,114 @@ describe("destination URL policy", () => {
       " https://example.com"
     ]) {
       expect(Either.isLeft(validUrl(bad)), bad).toBe(true)
+    }
+  })
+})
+
+describe("destination URLs must be RFC 3986 URIs", () => {
+  it("rejects characters outside RFC 3986 and bad percent-escapes, with a detail that says what to do", () => {
+    for (const bad of [
+      "https://example.com/a|b",
+      'https://example.com/"quoted"',
+      "https://example.com/%zz",
+      "https://example.com/%",
+      "https://example.com/%4g",
+      "https://example.com/{x}",
+      "https://example.com/<script>",
+      "https://example.com/a\\b",
+      "https://example.com/a^b",
+      "https://example.com/a`b",
+      "https://bücher.de/x",
+      "https://example.com/\u{1F600}",
+      "https://example.com/?q=\u00e9"
+    ]) {
+      const result = validUrl(bad)
+      expect(Either.isLeft(result), bad).toBe(true)
+      if (Either.isLeft(result)) expect(result.left.message, bad).toMatch(/must be a URI \(RFC 3986\): percent-encode/)
+    }
+  })
+
+  it("keeps accepting every RFC 3986 form: queries, fragments, ports, IPv6 literals, escapes, sub-delims", () => {
+    for (const ok of [
+      "https://example.com/a?b=c&d=e#f",
+      "http://example.com:8080/",
+      "https://[2001:db8::1]:8443/x",
+      "https://example.com/b%C3%BCcher%2F",
+      "https://xn--bcher-kva.de/",
+      "https://example.com/~a-b_c.d",
+      "https://example.com/'()*!$&+,;=:@?'()*!$&+,;=:@/?#'()*!$&+,;=:@/?",
+      "https://user:pw@example.com/"
+    ]) {
+      expect(Either.isRight(validUrl(ok)), ok).toBe(true)
+    }
+    expect(isUriCharacters("%41%7e")).toBe(true)
+    expect(isUriCharacters("%4")).toBe(false)
+  })
+})
+
+describe("loopback hosts (after WHATWG URL normalization)", () => {
+  const hostOf = (url: string) => new URL(url).hostname
+  it("recognizes localhost, 127.0.0.0/8 in any notation, [::1], IPv4-mapped loopback and unspecified addresses", () => {
+    for (const url of [
+      "http://localhost/",
+      "http://LocalHost./",
+      "http://a.b.localhost/",
+      "http://127.0.0.1/",
+      "http://127.255.255.254/",
+      "http://2130706433/",
+      "http://0x7f000001/",
+      "http://0177.0.0.1/",
+      "http://127.1/",
+      "http://[::1]/",
+      "http://[0:0:0:0:0:0:0:1]/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://[::ffff:127.9.8.7]/",
+      "http://0.0.0.0/",
+      "http://0/",
+      "http://[::]/"
+    ]) {
+      expect(isLoopbackHost(hostOf(url)), url).toBe(true)
+    }
+  })
+
+  it("does not take other hosts for loopback", () => {
+    for (const url of [
+      "http://example.com/",
+      "http://localhost.example.com/",
+      "http://mylocalhost/",
+      "http://128.0.0.1/",
+      "http://10.0.0.1/",
+      "http://[::2]/",
+      "http://[::ffff:10.0.0.1]/",
+      "http://[fe80::1]/",
+      "http://127.0.0.1.nip.io/"
+    ]) {
+      expect(isLoopbackHost(hostOf(url)), url).toBe(false)
+    }
+  })
+
+  it("effective ports default by scheme", () => {
+    expect(effectivePort(new URL("http://a/"))).toBe(80)
+    expect(effectivePort(new URL("https://a/"))).toBe(443)
+    expect(effectivePort(new URL("https://a:80/"))).toBe(80)
+    expect(effectivePort(new URL("http://a:8080/"))).toBe(8080)
+  })
+})
+
+describe("preset ids", () => {
+  it("only the shape the service issues is a preset id", () => {
+    expect(isPresetId("utmp_0123456789ABCDEFabcdef")).toBe(true)
+    for (const bad of [
+      "",
+      "utmp_",
+      "utmp_\u0000",
+      "utmp_a\u0000b",
+      `utmp_${"a".repeat(65)}`,
+      "utmp_a-b",
+      "UTMP_abc",
+      "link_abc"
+    ]) {
+      expect(isPresetId(bad), JSON.stringify(bad)).toBe(false)
     }
   })
 })

@@ -3,17 +3,7 @@ import { Schema } from "effect"
 import { CustomSlug, DestinationUrl, LinkStatus, Utm } from "../../../domain/Link.js"
 import * as E from "../Errors.js"
 import { Authentication, RequiredScope } from "../Security.js"
-import {
-  Cursor,
-  Envelope,
-  idempotent,
-  intFromString,
-  jsonBody,
-  Limit,
-  optional,
-  Page,
-  SuccessDoc
-} from "../Shared.js"
+import { Cursor, Envelope, idempotent, intFromString, jsonBody, Limit, optional, Page, SuccessDoc } from "../Shared.js"
 
 export const Link = Schema.Struct({
   id: Schema.String.annotations({ description: "Link identifier; begins with link_." }),
@@ -55,10 +45,11 @@ const isCalendarDate = (s: string) => {
 const IsoInstant = Schema.String.pipe(
   Schema.filter(
     (s) =>
-      /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) &&
+      // A date-time names its offset (Z or ±hh:mm): never the server's local time.
+      /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/.test(s) &&
       !Number.isNaN(Date.parse(s)) &&
       isCalendarDate(s),
-    { message: () => "must be an ISO 8601 date or date-time" }
+    { message: () => "must be an ISO 8601 date or a date-time with an offset (e.g. 2024-05-01T12:00:00Z)" }
   )
 ).annotations({ jsonSchema: { type: "string", format: "date-time" } })
 

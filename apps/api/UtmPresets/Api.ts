@@ -7,6 +7,8 @@ import { Cursor, Envelope, idempotent, jsonBody, Limit, optional, Page } from ".
 
 export const MAX_PRESET_NAME_LENGTH = 100
 
+const PRESET_NAME_DESCRIPTION = `1 to ${MAX_PRESET_NAME_LENGTH} characters as sent, at least one of them not whitespace. Leading and trailing whitespace is removed before the name is stored; names are unique within the account after that trimming.`
+
 /**
  * A preset name as sent: 1 to 100 characters with at least one that is not whitespace.
  * Leading and trailing whitespace is then removed, so " Newsletter " and "Newsletter" are
@@ -19,8 +21,14 @@ export const UtmPresetName = Schema.String.pipe(
   Schema.compose(Schema.Trim)
 ).annotations({
   identifier: "UtmPresetName",
-  description: `1 to ${MAX_PRESET_NAME_LENGTH} characters, at least one of them not whitespace; leading and trailing whitespace is removed before the name is stored. Unique within the account (after that trimming).`,
-  jsonSchema: { type: "string", minLength: 1, maxLength: MAX_PRESET_NAME_LENGTH, pattern: "\\S" }
+  description: PRESET_NAME_DESCRIPTION,
+  jsonSchema: {
+    type: "string",
+    minLength: 1,
+    maxLength: MAX_PRESET_NAME_LENGTH,
+    pattern: "\\S",
+    description: PRESET_NAME_DESCRIPTION
+  }
 })
 
 /** The UTM parameters of a preset: at least one of the five, each 1 to 200 characters. */
