@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto"
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Cause, Duration, Effect, identity, Option, Schedule } from "effect"
+import { Cause, Effect, identity, Option } from "effect"
 import { Accounts, looksLikeApiKey, type Principal } from "../../infra/Accounts.js"
+import { Idempotency } from "../../infra/Idempotency.js"
 import { newRequestId } from "../../infra/Ids.js"
 import { jsonProblem, readBody, withParsedBody } from "./Body.js"
 import * as E from "./Errors.js"
@@ -13,7 +14,6 @@ import { PrincipalRef } from "./Security.js"
 const JSON_BODY_LIMIT = 1024 * 1024
 /** No request body of this API nests deeper; deeper ones would only exhaust the stack. */
 const JSON_MAX_DEPTH = 64
-const IDEMPOTENCY_RETENTION_HOURS = 24
 /** Query parameters that clients commonly (and wrongly) use to send a key. */
 const KEY_PARAMS = new Set(["api_key", "apikey", "key", "access_token", "token", "auth", "authorization"])
 /**
@@ -139,15 +139,9 @@ const isRouteNotFound = (u: unknown) => typeof u === "object" && u !== null && "
 
 export const makePipeline = Effect.gen(function* () {
   const accounts = yield* Accounts
+  const idempotency = yield* Idempotency
   const sql = yield* SqlClient.SqlClient
   const openapi = HttpServerResponse.unsafeJson(openApiDocument, { headers: { "cache-control": "public, max-age=60" } })
-
-  // Expired idempotency records are purged in the background; lookups ignore them anyway.
-  yield* sql`DELETE FROM idempotency_records WHERE created_at < now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`.pipe(
-    Effect.catchAllCause((cause) => Effect.logWarning("idempotency purge failed", cause)),
-    Effect.repeat(Schedule.spaced(Duration.minutes(10))),
-    Effect.forkScoped
-  )
 
   const authenticate = (request: HttpServerRequest.HttpServerRequest, requestId: string) =>
     Effect.gen(function* () {
@@ -258,11 +252,7 @@ export const makePipeline = Effect.gen(function* () {
   ) =>
     sql.withTransaction(
       Effect.gen(function* () {
-        const lockId = createHash("sha256").update(`${principal.accountId}\0${key}`).digest().readBigInt64BE(0)
-        const [lock] = yield* sql<{
-          locked: boolean
-        }>`SELECT pg_try_advisory_xact_lock(${lockId.toString()}::bigint) AS locked`
-        if (!lock!.locked) {
+        if (!(yield* idempotency.tryLock(principal.accountId, key))) {
           return yield* respond({
             response: errorResponse(
               E.IdempotencyRequestInProgress,
@@ -273,16 +263,9 @@ export const makePipeline = Effect.gen(function* () {
             )
           })
         }
-        const [existing] = yield* sql<{
-          fingerprint: string
-          status: number
-          content_type: string | null
-          body: Buffer
-        }>`
-          SELECT fingerprint, status, content_type, body FROM idempotency_records
-          WHERE account_id = ${principal.accountId} AND key = ${key}
-            AND created_at > now() - make_interval(hours => ${IDEMPOTENCY_RETENTION_HOURS})`
-        if (existing !== undefined) {
+        const found = yield* idempotency.find(principal.accountId, key)
+        if (Option.isSome(found)) {
+          const existing = found.value
           if (existing.fingerprint !== fingerprint) {
             return yield* respond({
               response: errorResponse(
@@ -298,7 +281,7 @@ export const makePipeline = Effect.gen(function* () {
               ? HttpServerResponse.empty({ status: existing.status })
               : HttpServerResponse.uint8Array(existing.body, {
                   status: existing.status,
-                  contentType: existing.content_type ?? "application/json"
+                  contentType: existing.contentType ?? "application/json"
                 })
           // The replay is the original response, body and request id alike: X-Request-Id stays
           // equal to the request_id in the body.
@@ -314,13 +297,12 @@ export const makePipeline = Effect.gen(function* () {
           // Roll back whatever ran: the key stays unused.
           return yield* respond({ response })
         }
-        const contentType = response.body._tag === "Uint8Array" ? response.body.contentType : null
-        yield* sql`
-          INSERT INTO idempotency_records (account_id, key, fingerprint, status, content_type, body)
-          VALUES (${principal.accountId}, ${key}, ${fingerprint}, ${response.status}, ${contentType}, ${Buffer.from(body)})
-          ON CONFLICT (account_id, key) DO UPDATE SET
-            fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, content_type = EXCLUDED.content_type,
-            body = EXCLUDED.body, created_at = now()`
+        yield* idempotency.save(principal.accountId, key, {
+          fingerprint,
+          status: response.status,
+          contentType: response.body._tag === "Uint8Array" ? response.body.contentType : null,
+          body: Buffer.from(body)
+        })
         return response
       })
     )

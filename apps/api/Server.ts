@@ -2,6 +2,7 @@ import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
+import { Idempotency } from "../../infra/Idempotency.js"
 import { Links } from "../../infra/Links.js"
 import { nodeServerLayer } from "../../infra/NodeServer.js"
 import { Outbox } from "../../infra/Outbox.js"
@@ -18,7 +19,13 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(Layer.succeed(Authentication, AuthenticationLive))
 )
 
-const Repositories = Layer.mergeAll(Accounts.layerCached, Links.layer, Outbox.layer, UtmPresets.layer)
+const Repositories = Layer.mergeAll(
+  Accounts.layerCached,
+  Idempotency.layer,
+  Links.layer,
+  Outbox.layer,
+  UtmPresets.layer
+)
 
 /** The API's routes behind the pipeline; needs an HttpServer, the database and the config. */
 // The pipeline wraps the app itself (not HttpServer.serve's middleware slot, which runs

@@ -1,0 +1,72 @@
+import { createHash } from "node:crypto"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+
+export const RETENTION_HOURS = 24
+
+export interface StoredResponse {
+  readonly fingerprint: string
+  readonly status: number
+  readonly contentType: string | null
+  readonly body: Buffer
+}
+
+/**
+ * Idempotency records, scoped per account. Every call runs in the caller's transaction:
+ * the record commits (or rolls back) with the change it answers for.
+ */
+const make = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+
+  // Expired records are purged in the background; lookups ignore them anyway.
+  yield* sql`DELETE FROM idempotency_records WHERE created_at < now() - make_interval(hours => ${RETENTION_HOURS})`.pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("idempotency purge failed", cause)),
+    Effect.repeat(Schedule.spaced(Duration.minutes(10))),
+    Effect.forkScoped
+  )
+
+  /**
+   * A transaction-scoped advisory lock on (account, key): false while another request with
+   * the same key is still running. Released when the transaction ends.
+   */
+  const tryLock = (accountId: string, key: string) => {
+    const lockId = createHash("sha256").update(`${accountId}\0${key}`).digest().readBigInt64BE(0)
+    return sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${lockId.toString()}::bigint) AS locked`.pipe(
+      Effect.map((rows) => rows[0]!.locked)
+    )
+  }
+
+  /** The stored response for this key, if it is younger than the retention period. */
+  const find = (accountId: string, key: string) =>
+    sql<{ fingerprint: string; status: number; content_type: string | null; body: Buffer }>`
+      SELECT fingerprint, status, content_type, body FROM idempotency_records
+      WHERE account_id = ${accountId} AND key = ${key}
+        AND created_at > now() - make_interval(hours => ${RETENTION_HOURS})`.pipe(
+      Effect.map((rows) =>
+        Option.map(
+          Option.fromNullable(rows[0]),
+          (r): StoredResponse => ({
+            fingerprint: r.fingerprint,
+            status: r.status,
+            contentType: r.content_type,
+            body: r.body
+          })
+        )
+      )
+    )
+
+  /** Stores the response; an expired record under the same key is replaced. */
+  const save = (accountId: string, key: string, stored: StoredResponse) =>
+    sql`
+      INSERT INTO idempotency_records (account_id, key, fingerprint, status, content_type, body)
+      VALUES (${accountId}, ${key}, ${stored.fingerprint}, ${stored.status}, ${stored.contentType}, ${stored.body})
+      ON CONFLICT (account_id, key) DO UPDATE SET
+        fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, content_type = EXCLUDED.content_type,
+        body = EXCLUDED.body, created_at = now()`.pipe(Effect.asVoid)
+
+  return { tryLock, find, save } as const
+})
+
+export class Idempotency extends Context.Tag("Idempotency")<Idempotency, Effect.Effect.Success<typeof make>>() {
+  static readonly layer = Layer.scoped(Idempotency, make)
+}
