@@ -3,6 +3,7 @@ import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/pla
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, identity, Option } from "effect"
 import { Accounts, looksLikeApiKey, type Principal } from "../../infra/Accounts.js"
+import { AppConfig } from "../../infra/AppConfig.js"
 import { Idempotency } from "../../infra/Idempotency.js"
 import { newRequestId } from "../../infra/Ids.js"
 import { jsonProblem, readBody, withParsedBody } from "./Body.js"
@@ -141,7 +142,12 @@ export const makePipeline = Effect.gen(function* () {
   const accounts = yield* Accounts
   const idempotency = yield* Idempotency
   const sql = yield* SqlClient.SqlClient
-  const openapi = HttpServerResponse.unsafeJson(openApiDocument, { headers: { "cache-control": "public, max-age=60" } })
+  const config = yield* AppConfig
+  // Paths in the document carry /v1, so the server is {base_url} without it.
+  const openapi = HttpServerResponse.unsafeJson(
+    { ...openApiDocument, servers: [{ url: config.apiBase.replace(/\/v1$/, "") || "/" }] },
+    { headers: { "cache-control": "public, max-age=60" } }
+  )
 
   const authenticate = (request: HttpServerRequest.HttpServerRequest, requestId: string) =>
     Effect.gen(function* () {
