@@ -60,8 +60,12 @@ const KEY_SHAPE = /sk_[0-9A-Za-z]{22}_[0-9a-f]+/g
 /** Log lines never carry a key, even one a client put in the path. */
 const redactKeys = (path: string) => path.replace(KEY_SHAPE, "sk_[redacted]")
 
-/** A query parameter or path segment that carries (or is named for) a credential. */
-const credentialInUrl = (url: URL): string | undefined => {
+/**
+ * Where a key was sent other than in the Authorization header: a query parameter or path
+ * segment that carries (or is named for) a credential, or a cookie.
+ */
+const misplacedCredential = (url: URL, request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  if (looksLikeApiKey(request.headers.cookie ?? "")) return "a cookie"
   for (const [name, value] of url.searchParams) {
     if (KEY_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(value)) return `query parameter '${name}'`
   }
@@ -316,8 +320,8 @@ export const makePipeline = Effect.gen(function* () {
   const handle = (app: HttpApp.Default, request: HttpServerRequest.HttpServerRequest, url: URL, requestId: string) =>
     Effect.gen(function* () {
       const path = url.pathname
-      // A key anywhere in the URL is refused on every route, public ones included.
-      const leaked = credentialInUrl(url)
+      // A key anywhere but the Authorization header is refused on every route, public ones included.
+      const leaked = misplacedCredential(url, request)
       if (leaked !== undefined) {
         return errorResponse(
           E.Unauthenticated,

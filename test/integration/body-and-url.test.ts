@@ -117,6 +117,12 @@ describe("keys in URLs", () => {
     }
   })
 
+  it("a key in a cookie is 401 too, even beside a valid Authorization header", async () => {
+    const res = await call(`${t.api}/links`, { key: a.key, headers: { cookie: `session=${a.key}` } })
+    expect(res.status).toBe(401)
+    expect(res.json.error.detail).toContain("cookie")
+  })
+
   it("a path holding a NUL byte names nothing: 404, not a database error", async () => {
     for (const path of ["/links/%00", "/utm-presets/utmp_%00", "/links/link_%00abc/options"]) {
       const res = await call(`${t.api}${path}`, { key: a.key })
