@@ -59,6 +59,35 @@ const postgresUser = (): { uid: number; gid: number } | undefined => {
   }
 }
 
+/**
+ * The `postgres` user must be able to pass through every directory above its data (a
+ * clone under /root, mode 700, is the usual case). Grants search (x) permission only,
+ * never listing: by ACL for that one user where `setfacl` exists, else o+x. Returns the
+ * directories it changed.
+ */
+const grantTraversal = (dir: string, uid: number): Array<string> => {
+  const changed: Array<string> = []
+  let current = path.resolve(dir)
+  const chain: Array<string> = []
+  for (;;) {
+    chain.unshift(current)
+    const parent = path.dirname(current)
+    if (parent === current) break
+    current = parent
+  }
+  for (const d of chain) {
+    const st = fs.statSync(d)
+    if (st.uid === uid || (st.mode & 0o001) !== 0) continue
+    try {
+      execFileSync("setfacl", ["-m", `u:${uid}:x`, d], { stdio: "ignore" })
+    } catch {
+      fs.chmodSync(d, st.mode | 0o001)
+    }
+    changed.push(d)
+  }
+  return changed
+}
+
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const srv = net.createServer()
@@ -140,15 +169,15 @@ export const acquireEmbeddedPostgres = (
 
     const ids = yield* attempt("cannot find or create the postgres system user", async () => postgresUser())
 
-    yield* attempt(`cannot initialise ${pgdata}`, async () => {
+    const opened = yield* attempt(`cannot initialise ${pgdata}`, async () => {
       fs.mkdirSync(pgdata, { recursive: true })
+      const opened = ids === undefined ? [] : grantTraversal(root, ids.uid)
       if (ids) {
         // The server runs as `postgres`: it must reach and own its directory.
-        fs.chmodSync(root, fs.statSync(root).mode | 0o711)
         fs.chownSync(pgdata, ids.uid, ids.gid)
         fs.chmodSync(pgdata, 0o700)
       }
-      if (fs.existsSync(path.join(pgdata, "PG_VERSION"))) return
+      if (fs.existsSync(path.join(pgdata, "PG_VERSION"))) return opened
       const password = randomBytes(24).toString("base64url")
       fs.writeFileSync(secretFile, password, { mode: 0o600 })
       const pwfile = path.join(os.tmpdir(), `pgpw-${randomBytes(8).toString("hex")}`)
@@ -170,7 +199,11 @@ export const acquireEmbeddedPostgres = (
       } finally {
         fs.rmSync(pwfile, { force: true })
       }
+      return opened
     })
+    for (const dir of opened) {
+      yield* Effect.logWarning(`embedded PostgreSQL: gave the postgres user passage (x) through ${dir}`)
+    }
     const password = fs.readFileSync(secretFile, "utf8").trim()
     const connection = (port: number, owned: boolean): EmbeddedPostgresConnection => ({
       host: "127.0.0.1",

@@ -46,6 +46,15 @@ export const runMain = <E>(app: Layer.Layer<never, E>) =>
             process.exitCode = 1
           })
         }
+        if (Option.isSome(failure)) {
+          // A known failure (database unreachable, port taken…): one line that says what and why.
+          const e = failure.value as { _tag?: string; message?: string; cause?: { message?: string } }
+          const why = e.cause?.message ? `: ${e.cause.message}` : ""
+          return Effect.sync(() => {
+            process.stderr.write(`start-up failed: ${e._tag ?? "error"}: ${e.message ?? String(e)}${why}\n`)
+            process.exitCode = 1
+          })
+        }
         return Effect.failCause(cause)
       })
     ),
