@@ -143,6 +143,9 @@ API=http://127.0.0.1:$API_PORT
 unset DATABASE_URL
 export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT LOG_LEVEL=Warn
 export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
+# The bench account's plan: request rate and link quota out of reach, so the rate limiter and
+# the usage counter run on every request (they are part of what is measured) but never refuse.
+export PLANS='{"bench":{"requests_per_second":1000000000,"request_burst":1000000000,"links_per_month":1000000000000}}'
 
 # Wait until something answers HTTP on $1 (any status), while pid $2 is alive.
 wait_http() {
@@ -173,7 +176,7 @@ log "bench: bare @effect/platform server up on port $BARE_PORT"
 # --- account, key, one link to read -----------------------------------------------------
 json_field() { node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{let v=JSON.parse(s);for(const k of process.argv[1].split("."))v=v?.[k];if(typeof v!=="string"||!v){process.stderr.write("no "+process.argv[1]+" in: "+s+"\n");process.exit(1)}process.stdout.write(v)})' "$1"; }
 
-ACCOUNT_JSON=$(npm run --silent cli -- accounts create --name bench --json) || die "cli accounts create failed"
+ACCOUNT_JSON=$(npm run --silent cli -- accounts create --name bench --plan bench --json) || die "cli accounts create failed"
 ACCOUNT_ID=$(printf '%s' "$ACCOUNT_JSON" | tail -n 1 | json_field id) || die "cli accounts create printed no id"
 KEY_JSON=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes links:read,links:write --json) ||
   die "cli keys create failed"

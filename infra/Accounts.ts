@@ -40,7 +40,8 @@ const make = (options: { readonly cache: boolean }) =>
     const cache = new Map<string, Cached>()
 
     if (options.cache) {
-      // Revocations reach every API process at once through NOTIFY; the TTL bounds staleness
+      // Revocations (and plan changes, for each key of the account) reach every API process
+      // at once through NOTIFY; the TTL bounds staleness
       // should the listening connection drop, and a reconnect starts from an empty cache.
       yield* sql.listen(REVOKED_CHANNEL).pipe(
         Stream.runForEach((keyId) => Effect.sync(() => cache.delete(keyId))),
@@ -57,6 +58,22 @@ const make = (options: { readonly cache: boolean }) =>
         yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${id}, ${input.name}, ${input.plan})`
         return { id, name: input.name, plan: input.plan }
       })
+
+    /**
+     * Moves an account to another plan (the caller checks the name against the plan table).
+     * The account's keys leave every API process's cache at once, through the same
+     * notification a revocation sends, so the new plan applies from the next request.
+     */
+    const setPlan = (input: { readonly accountId: string; readonly plan: string }) =>
+      Effect.gen(function* () {
+        const rows = yield* sql`UPDATE accounts SET plan = ${input.plan} WHERE id = ${input.accountId} RETURNING id`
+        if (rows.length === 0) return yield* new AccountNotFound({ id: input.accountId })
+        const keys = yield* sql<{ id: string }>`
+        SELECT k.id, pg_notify(${REVOKED_CHANNEL}, k.id) FROM api_keys k
+        WHERE k.account_id = ${input.accountId} AND k.revoked_at IS NULL`
+        for (const key of keys) cache.delete(key.id)
+        return { id: input.accountId, plan: input.plan }
+      }).pipe(sql.withTransaction)
 
     const createKey = (input: {
       readonly accountId: string
@@ -125,7 +142,7 @@ const make = (options: { readonly cache: boolean }) =>
       )
     }
 
-    return { createAccount, createKey, revokeKey, authenticate } as const
+    return { createAccount, setPlan, createKey, revokeKey, authenticate } as const
   })
 
 export class Accounts extends Context.Tag("Accounts")<Accounts, Effect.Effect.Success<ReturnType<typeof make>>>() {

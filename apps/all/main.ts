@@ -2,6 +2,7 @@ import { Effect, Layer } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { runMain } from "../../infra/Main.js"
+import { Plans } from "../../infra/Plans.js"
 import { ApiServerLive } from "../api/Server.js"
 
 const Banner = Layer.scopedDiscard(
@@ -15,4 +16,10 @@ const Banner = Layer.scopedDiscard(
 )
 
 /** The embedded default: every app in one process, on the embedded engines under DATA_DIR. */
-runMain(Layer.mergeAll(ApiServerLive, Banner).pipe(Layer.provide(DatabaseLive), Layer.provide(AppConfig.layer)))
+runMain(
+  Layer.mergeAll(ApiServerLive, Banner).pipe(
+    Layer.provide(DatabaseLive),
+    Layer.provide(Plans.layer),
+    Layer.provide(AppConfig.layer)
+  )
+)

@@ -57,7 +57,11 @@ export const EntitlementRequired = define(
   "entitlement_required",
   "The account's plan does not include this feature."
 )
-export const QuotaExceeded = define(403, "quota_exceeded", "A plan quota is used up.")
+export const QuotaExceeded = define(
+  403,
+  "quota_exceeded",
+  "A limit of the account's plan is reached; `detail` names it and the limit (e.g. `links_per_month: 100 of 100 used`, or `link_expiry_max_days` for an expires_at too far ahead). Monthly quotas reset at the start of each calendar month (UTC). Unmetered Partner Keys skip plan limits."
+)
 // 404
 export const NotFound = define(404, "not_found", "No such resource for this account, or no such route.")
 // 409
@@ -97,7 +101,11 @@ export const UrlNotAllowed = define(
   "The URL is not allowed. A link destination is refused when it points back at this service (one of its own hosts, or a loopback name or address such as localhost, 127.0.0.1 or [::1] on one of its ports), because the short link would loop; private addresses are otherwise valid destinations, since links are never fetched by the server. Server-side fetches (URL import and snapshots, in later features) also refuse private, loopback, link-local and reserved addresses in any notation."
 )
 // 429
-export const RateLimited = define(429, "rate_limited", "Too many requests; retry after Retry-After seconds.")
+export const RateLimited = define(
+  429,
+  "rate_limited",
+  "Too many requests for this account (its plan's request rate and burst); retry after Retry-After seconds. Unmetered Partner Keys skip it."
+)
 // 500, 503
 export const InternalError = define(
   500,

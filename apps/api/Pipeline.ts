@@ -2,13 +2,16 @@ import { createHash } from "node:crypto"
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, identity, Option } from "effect"
+import { retryAfterSeconds } from "../../domain/Plan.js"
 import { Accounts, looksLikeApiKey, type Principal } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { Idempotency } from "../../infra/Idempotency.js"
 import { newRequestId } from "../../infra/Ids.js"
+import { Plans } from "../../infra/Plans.js"
 import { jsonProblem, readBody, withParsedBody } from "./Body.js"
 import * as E from "./Errors.js"
 import { openApiDocument } from "./OpenApiDoc.js"
+import { makeRateLimiter } from "./RateLimiter.js"
 import { matchRoute, type Route } from "./Routes.js"
 import { PrincipalRef } from "./Security.js"
 
@@ -147,6 +150,8 @@ export const makePipeline = Effect.gen(function* () {
   const idempotency = yield* Idempotency
   const sql = yield* SqlClient.SqlClient
   const config = yield* AppConfig
+  const plans = yield* Plans
+  const rateLimiter = makeRateLimiter()
   // Paths in the document carry /v1, so the server is {base_url} without it.
   const openapi = HttpServerResponse.unsafeJson(
     { ...openApiDocument, servers: [{ url: config.apiBase.replace(/\/v1$/, "") || "/" }] },
@@ -190,6 +195,26 @@ export const makePipeline = Effect.gen(function* () {
       }
       return principal.value
     })
+
+  /**
+   * The account's request rate (its plan's token bucket), checked right after
+   * authentication. Unmetered Partner Keys skip it; unauthenticated requests never reach it
+   * (edge rate rules are separate).
+   */
+  const rateLimited = (principal: Principal, requestId: string) => {
+    if (principal.unmetered) return undefined
+    const plan = plans.limits(principal.plan)
+    const waitMs = rateLimiter.take(principal.accountId, plan)
+    if (waitMs === 0) return undefined
+    const seconds = retryAfterSeconds(waitMs)
+    return errorResponse(
+      E.RateLimited,
+      requestId,
+      "Too many requests for this account; retry after Retry-After seconds.",
+      `requests_per_second: ${plan.requests_per_second} (burst ${plan.request_burst}) on plan ${principal.plan}; retry after ${seconds} s`,
+      { "retry-after": String(seconds) }
+    )
+  }
 
   const invalid = (requestId: string, message: string, detail: string) =>
     respond({ response: errorResponse(E.InvalidRequest, requestId, message, detail) })
@@ -356,6 +381,8 @@ export const makePipeline = Effect.gen(function* () {
       }
       const route: Route = match.route
       const principal = yield* authenticate(request, requestId)
+      const limited = rateLimited(principal, requestId)
+      if (limited !== undefined) return limited
       if (route.scope !== undefined && !principal.scopes.has(route.scope)) {
         return errorResponse(
           E.ApiScopeRequired,

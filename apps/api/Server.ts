@@ -6,6 +6,7 @@ import { Idempotency } from "../../infra/Idempotency.js"
 import { Links } from "../../infra/Links.js"
 import { nodeServerLayer } from "../../infra/NodeServer.js"
 import { Outbox } from "../../infra/Outbox.js"
+import { Usage } from "../../infra/Usage.js"
 import { UtmPresets } from "../../infra/UtmPresets.js"
 import { Api } from "./Api.js"
 import { LinksHttp } from "./Links/Http.js"
@@ -24,10 +25,11 @@ const Repositories = Layer.mergeAll(
   Idempotency.layer,
   Links.layer,
   Outbox.layer,
+  Usage.layer,
   UtmPresets.layer
 )
 
-/** The API's routes behind the pipeline; needs an HttpServer, the database and the config. */
+/** The API's routes behind the pipeline; needs an HttpServer, the database, the config and the plans. */
 // The pipeline wraps the app itself (not HttpServer.serve's middleware slot, which runs
 // after the response is written) so that it can replay, rewrite and roll back.
 export const ApiHttpLive = Layer.unwrapScoped(

@@ -1,20 +1,25 @@
 import { parseArgs } from "node:util"
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer, Logger, LogLevel } from "effect"
+import { ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
+import { DEFAULT_PLAN } from "../../domain/Plan.js"
 import { isScope, type Scope, Scopes } from "../../domain/Scope.js"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { DatabaseLive } from "../../infra/Database.js"
+import { Plans } from "../../infra/Plans.js"
 
 const USAGE = `usage: npm run cli -- <command> [options] [--json]
 
-  accounts create --name NAME [--plan PLAN]           create an account
+  accounts create --name NAME [--plan PLAN]           create an account (plan default: ${DEFAULT_PLAN})
+  accounts set-plan --id ACCOUNT_ID --plan PLAN       move an account to another plan
   keys create --account ID --scopes a:b,c:d [--unmetered]
                                                       issue an API key (the secret is shown once)
   keys revoke --id KEY_ID                             revoke a key at once
   migrate                                             apply database migrations
 
 Scopes: ${Scopes.join(", ")}
+Plans: the built-in free, pro and business, with PLANS (JSON) merged over them; run the CLI
+with the same PLANS as the service.
 Connects to DATABASE_URL, or to the embedded PostgreSQL under DATA_DIR (the running one if the
 service is up).`
 
@@ -52,13 +57,24 @@ const parseScopes = (raw: string): Array<Scope> => {
   return [...new Set(list)] as Array<Scope>
 }
 
-const command = (): Effect.Effect<unknown, unknown, Accounts> => {
+const command = (): Effect.Effect<unknown, unknown, Accounts | Plans> => {
   const [area, verb] = positionals
   switch (`${area} ${verb ?? ""}`.trim()) {
     case "accounts create": {
       const name = str("name")
-      const plan = typeof values.plan === "string" ? values.plan : "free"
-      return Effect.flatMap(Accounts, (a) => a.createAccount({ name, plan }))
+      const plan = values.plan === undefined ? DEFAULT_PLAN : str("plan")
+      return Plans.pipe(
+        Effect.flatMap((plans) => plans.check(plan)),
+        Effect.zipRight(Effect.flatMap(Accounts, (a) => a.createAccount({ name, plan })))
+      )
+    }
+    case "accounts set-plan": {
+      const accountId = str("id")
+      const plan = str("plan")
+      return Plans.pipe(
+        Effect.flatMap((plans) => plans.check(plan)),
+        Effect.zipRight(Effect.flatMap(Accounts, (a) => a.setPlan({ accountId, plan })))
+      )
     }
     case "keys create": {
       const accountId = str("account")
@@ -87,7 +103,7 @@ const printError = (code: string, message: string) => {
 if (values.help === true) {
   process.stdout.write(`${USAGE}\n`)
 } else {
-  let program: Effect.Effect<unknown, unknown, Accounts>
+  let program: Effect.Effect<unknown, unknown, Accounts | Plans>
   try {
     program = command()
   } catch (e) {
@@ -96,7 +112,12 @@ if (values.help === true) {
     program = Effect.void
   }
   if (process.exitCode === undefined) {
-    const layer = Accounts.layer.pipe(Layer.provideMerge(DatabaseLive), Layer.provide(AppConfig.layer))
+    // PLANS is read before the database starts: a bad value stops the command at once.
+    const layer = Accounts.layer.pipe(
+      Layer.provideMerge(DatabaseLive),
+      Layer.provide(AppConfig.layer),
+      Layer.provideMerge(Plans.layer)
+    )
     NodeRuntime.runMain(
       program.pipe(
         Effect.tap(print),
@@ -108,6 +129,10 @@ if (values.help === true) {
           })
         ),
         Effect.provide(layer),
+        // A bad setting (PLANS among them) while building the layer: one line naming it.
+        Effect.catchIf(ConfigError.isConfigError, (e) =>
+          Effect.sync(() => printError("configuration_error", String(e)))
+        ),
         Effect.provide(Logger.minimumLogLevel(LogLevel.Warning)),
         Effect.catchAllCause((cause) => Effect.sync(() => printError("failed", String(cause))))
       ),

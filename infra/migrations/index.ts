@@ -1,8 +1,10 @@
 import { Migrator } from "@effect/sql"
 import m0001 from "./0001_foundation.js"
 import m0002 from "./0002_utm_presets.js"
+import m0003 from "./0003_usage.js"
 
 export const migrations = Migrator.fromRecord({
   "0001_foundation": m0001,
-  "0002_utm_presets": m0002
+  "0002_utm_presets": m0002,
+  "0003_usage": m0003
 })

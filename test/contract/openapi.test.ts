@@ -59,6 +59,8 @@ describe("OpenAPI document", () => {
       for (const [method, operation] of Object.entries<any>(item)) {
         expect(codesOf(operation, "401"), `${method} ${path}`).toEqual(["unauthenticated"])
         expect(codesOf(operation, "403"), `${method} ${path}`).toContain("api_scope_required")
+        // Every operation authenticates, so every one is subject to the account's request rate.
+        expect(codesOf(operation, "429"), `${method} ${path}`).toEqual(["rate_limited"])
         expect(codesOf(operation, "500"), `${method} ${path}`).toEqual(["internal_error"])
         expect(codesOf(operation, "503"), `${method} ${path}`).toEqual(["dependency_unavailable"])
         expect(operation.security, `${method} ${path}`).toEqual([{ bearer: [] }])
@@ -68,6 +70,18 @@ describe("OpenAPI document", () => {
     expect(codesOf(op("/v1/links", "post"), "415")).toEqual(["unsupported_media_type"])
     expect(codesOf(op("/v1/links/{id}", "patch"), "409")).toContain("link_disabled")
     expect(codesOf(op("/v1/links/{id}", "get"), "404")).toEqual(["not_found"])
+  })
+
+  it("documents 403 quota_exceeded where a plan limit applies: link create and link options", () => {
+    const withQuota: Array<string> = []
+    for (const [path, item] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(item)) {
+        if (codesOf(operation, "403").includes("quota_exceeded")) withQuota.push(`${method} ${path}`)
+      }
+    }
+    expect(withQuota.sort()).toEqual(["patch /v1/links/{id}/options", "post /v1/links"])
+    expect(doc.components.schemas.QuotaExceededError.description).toMatch(/quota/)
+    expect(doc.components.schemas.RateLimitedError.description).toMatch(/Retry-After/)
   })
 
   it("documents 400 invalid_request on every operation with a payload or query parameters, and only there", () => {
@@ -142,13 +156,16 @@ describe("OpenAPI document", () => {
             if (mutating) expect(response.headers["Idempotent-Replayed"], label).toEqual(ref("Idempotent-Replayed"))
             else expect(response.headers["Idempotent-Replayed"], label).toBeUndefined()
           }
-          if (status === "503" || (mutating && status === "409")) {
+          if (status === "503" || status === "429" || (mutating && status === "409")) {
             expect(response.headers["Retry-After"], label).toEqual(ref("Retry-After"))
           }
-          // Rejections made before the operation runs are never stored, so never replayed.
-          if (["400", "401", "403", "413", "415", "500", "503"].includes(status)) {
+          // Rejections made before the operation runs are never stored, so never replayed;
+          // quota_exceeded is the operation's own answer, stored and replayed like a success.
+          const replayed403 = status === "403" && codesOf(operation, "403").includes("quota_exceeded")
+          if (["400", "401", "403", "413", "415", "429", "500", "503"].includes(status) && !replayed403) {
             expect(response.headers["Idempotent-Replayed"], label).toBeUndefined()
           }
+          if (replayed403) expect(response.headers["Idempotent-Replayed"], label).toEqual(ref("Idempotent-Replayed"))
         }
       }
     }

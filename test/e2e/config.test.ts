@@ -17,9 +17,12 @@ describe("configuration", () => {
     ["API_PORT", "70000"],
     ["PUBLIC_API_BASE", "http://localhost:8080/v2"],
     ["PUBLIC_SHORT_BASE", "ftp://short"],
-    ["LOG_LEVEL", "loud"]
+    ["LOG_LEVEL", "loud"],
+    ["PLANS", "{not json"],
+    ["PLANS", '{\n  "free": {\n    "links_per_month": -1\n  }\n}'],
+    ["PLANS", '{"free":{"link_per_month":5}}']
   ] as const) {
-    it(`a bad ${name} (${value}) stops start-up with one line naming the variable`, () => {
+    it(`a bad ${name} (${value.replace(/\n\s*/g, " ")}) stops start-up with one line naming the variable`, () => {
       const run = startWith({ [name]: value })
       expect(run.status).toBe(1)
       const lines = run.stderr.toString().trim().split("\n")

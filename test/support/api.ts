@@ -3,10 +3,12 @@ import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
 import { ApiHttpLive } from "../../apps/api/Server.js"
+import type { PlanLimits } from "../../domain/Plan.js"
 import type { Scope } from "../../domain/Scope.js"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { DatabaseLive } from "../../infra/Database.js"
+import { Plans } from "../../infra/Plans.js"
 import { createTestDatabase, dropTestDatabase } from "./database.js"
 
 export interface TestApi {
@@ -14,8 +16,17 @@ export interface TestApi {
   /** {base_url}: the origin plus /v1 */
   readonly api: string
   readonly databaseUrl: string
-  readonly newAccount: (scopes?: ReadonlyArray<Scope>, options?: { unmetered?: boolean }) => Promise<TestAccount>
-  readonly newKey: (accountId: string, scopes: ReadonlyArray<Scope>) => Promise<string>
+  readonly newAccount: (
+    scopes?: ReadonlyArray<Scope>,
+    options?: { unmetered?: boolean; plan?: string }
+  ) => Promise<TestAccount>
+  readonly newKey: (
+    accountId: string,
+    scopes: ReadonlyArray<Scope>,
+    options?: { unmetered?: boolean }
+  ) => Promise<string>
+  /** Moves an account to another plan (no check against the plan table: that is the CLI's). */
+  readonly setPlan: (accountId: string, plan: string) => Promise<void>
   readonly revokeKey: (keyId: string) => Promise<void>
   readonly close: () => Promise<void>
 }
@@ -38,8 +49,14 @@ export const ALL_SCOPES: ReadonlyArray<Scope> = [
   "domains:write"
 ]
 
+export interface TestApiOptions {
+  readonly shortBase?: string
+  /** Plans merged over the built-in table (PLANS is not read): e.g. `{ tiny: { links_per_month: 3 } }`. */
+  readonly plans?: Record<string, Partial<PlanLimits>>
+}
+
 /** The real API (pipeline, handlers, PostgreSQL) on a random port, against a fresh database. */
-export const startTestApi = async (overrides: { shortBase?: string } = {}): Promise<TestApi> => {
+export const startTestApi = async (overrides: TestApiOptions = {}): Promise<TestApi> => {
   const databaseUrl = await createTestDatabase()
   const config = AppConfig.make({
     databaseUrl: Option.some(Redacted.make(databaseUrl)),
@@ -50,6 +67,7 @@ export const startTestApi = async (overrides: { shortBase?: string } = {}): Prom
     Layer.provideMerge(Accounts.layer),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(config),
+    Layer.provide(Plans.make(overrides.plans)),
     // Request lines are tested where they matter (test/e2e); here they would drown the report.
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
@@ -65,11 +83,16 @@ export const startTestApi = async (overrides: { shortBase?: string } = {}): Prom
     api: `${baseUrl}/v1`,
     databaseUrl,
     newAccount: async (scopes = ALL_SCOPES, options = {}) => {
-      const account = await run(Effect.flatMap(Accounts, (a) => a.createAccount({ name: "test", plan: "free" })))
+      const plan = options.plan ?? "free"
+      const account = await run(Effect.flatMap(Accounts, (a) => a.createAccount({ name: "test", plan })))
       const key = await newKey(account.id, scopes, options.unmetered ?? false)
       return { accountId: account.id, keyId: key.id, key: key.key }
     },
-    newKey: async (accountId, scopes) => (await newKey(accountId, scopes)).key,
+    newKey: async (accountId, scopes, options = {}) =>
+      (await newKey(accountId, scopes, options.unmetered ?? false)).key,
+    setPlan: async (accountId, plan) => {
+      await run(Effect.flatMap(Accounts, (a) => a.setPlan({ accountId, plan })))
+    },
     revokeKey: async (keyId) => {
       await run(Effect.flatMap(Accounts, (a) => a.revokeKey(keyId)))
     },

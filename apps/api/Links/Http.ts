@@ -1,12 +1,16 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Chunk, Effect, Option, Stream } from "effect"
+import { Chunk, Effect, Either, Option, Stream } from "effect"
 import * as QRCode from "qrcode"
 import { Topics } from "../../../domain/Events.js"
 import { effectivePort, isLinkId, isLoopbackHost, isReservedSlug, type LinkRow } from "../../../domain/Link.js"
+import { expiryCeiling, expiryWithinPlan, linkQuota, quotaDetail, usagePeriod } from "../../../domain/Plan.js"
+import type { Principal } from "../../../infra/Accounts.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
 import { newId, newSlug } from "../../../infra/Ids.js"
 import { type LinkFilter, Links } from "../../../infra/Links.js"
 import { Outbox } from "../../../infra/Outbox.js"
+import { Plans } from "../../../infra/Plans.js"
+import { Usage } from "../../../infra/Usage.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../Security.js"
@@ -38,6 +42,8 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
     const links = yield* Links
     const outbox = yield* Outbox
     const config = yield* AppConfig
+    const plans = yield* Plans
+    const usage = yield* Usage
 
     /** host[:port], lower case, without the trailing dot a fully qualified name may carry. */
     const hostKey = (url: URL) => {
@@ -116,6 +122,22 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       return Effect.void
     }
 
+    /**
+     * An expires_at further ahead than the plan's link_expiry_max_days is 403 quota_exceeded
+     * (a numeric plan limit, like the other quotas). Unmetered Partner Keys skip the ceiling.
+     */
+    const checkExpiryCeiling = (principal: Principal, expiresAt: string) => {
+      const plan = plans.limits(principal.plan)
+      const now = Date.now()
+      if (expiryWithinPlan(plan, principal.unmetered, Date.parse(expiresAt), now)) return Effect.void
+      const ceiling = expiryCeiling(plan, principal.unmetered, now) ?? now
+      return E.fail(
+        E.QuotaExceeded,
+        `expires_at is further ahead than the plan allows (plan ${principal.plan}).`,
+        `link_expiry_max_days: ${plan.link_expiry_max_days} (expires_at may be at most ${new Date(ceiling).toISOString()})`
+      )
+    }
+
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function* () {
@@ -129,34 +151,50 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
             utm: null,
             expiresAt: null
           }
-          let row: LinkRow | undefined
-          if (payload.custom_slug !== undefined) {
-            if (isReservedSlug(payload.custom_slug)) {
-              return yield* E.fail(
-                E.SlugTaken,
-                "That slug is reserved.",
-                `custom_slug: '${payload.custom_slug}' is reserved`
-              )
-            }
-            row = Option.getOrUndefined(yield* links.insert({ ...base, slug: payload.custom_slug }))
-            if (row === undefined) {
-              return yield* E.fail(
-                E.SlugTaken,
-                "That slug is already in use.",
-                `custom_slug: '${payload.custom_slug}' is taken`
-              )
-            }
-          } else {
-            // 62^7 slugs: a collision is rare, and each retry draws a fresh random one.
-            for (let attempt = 0; attempt < 8 && row === undefined; attempt++) {
-              const slug = newSlug()
-              if (isReservedSlug(slug)) continue
-              row = Option.getOrUndefined(yield* links.insert({ ...base, slug }))
-            }
-            if (row === undefined) return yield* Effect.dieMessage("could not allocate a free slug")
+          if (payload.custom_slug !== undefined && isReservedSlug(payload.custom_slug)) {
+            return yield* E.fail(
+              E.SlugTaken,
+              "That slug is reserved.",
+              `custom_slug: '${payload.custom_slug}' is reserved`
+            )
           }
-          yield* outbox.append(Topics.links, row.id, "link.created", row.accountId, eventData(row))
-          return yield* envelope(toApi(row))
+          const insert = Effect.gen(function* () {
+            let row: LinkRow | undefined
+            if (payload.custom_slug !== undefined) {
+              row = Option.getOrUndefined(yield* links.insert({ ...base, slug: payload.custom_slug }))
+              if (row === undefined) {
+                return yield* E.fail(
+                  E.SlugTaken,
+                  "That slug is already in use.",
+                  `custom_slug: '${payload.custom_slug}' is taken`
+                )
+              }
+            } else {
+              // 62^7 slugs: a collision is rare, and each retry draws a fresh random one.
+              for (let attempt = 0; attempt < 8 && row === undefined; attempt++) {
+                const slug = newSlug()
+                if (isReservedSlug(slug)) continue
+                row = Option.getOrUndefined(yield* links.insert({ ...base, slug }))
+              }
+              if (row === undefined) return yield* Effect.dieMessage("could not allocate a free slug")
+            }
+            yield* outbox.append(Topics.links, row.id, "link.created", row.accountId, eventData(row))
+            return row
+          })
+          // Links per month: the link is counted in the same transaction, or the quota refuses
+          // it and the insert is undone (403 quota_exceeded, stored for replay, changes nothing).
+          // Unmetered Partner Keys skip the limit but are still counted.
+          const period = usagePeriod(new Date())
+          const limit = linkQuota(plans.limits(principal.plan), principal.unmetered)
+          const created = yield* usage.counted(principal.accountId, period, "links", limit, insert)
+          if (Either.isLeft(created)) {
+            return yield* E.fail(
+              E.QuotaExceeded,
+              `The plan's monthly link quota is used up (plan ${principal.plan}, ${period} UTC).`,
+              quotaDetail("links_per_month", created.left, limit ?? 0)
+            )
+          }
+          return yield* envelope(toApi(created.right))
         })
       )
       .handle("list", ({ urlParams }) =>
@@ -212,6 +250,9 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       .handle("updateOptions", ({ path, payload }) =>
         Effect.gen(function* () {
           yield* changeable(path.id)
+          if (typeof payload.expires_at === "string") {
+            yield* checkExpiryCeiling(yield* CurrentPrincipal, payload.expires_at)
+          }
           const row = yield* links.setOptions(path.id, {
             ...(payload.utm === undefined ? {} : { utm: payload.utm }),
             ...(payload.expires_at === undefined
