@@ -40,8 +40,8 @@ export const DEFAULT_PLANS: PlanTable = {
     snapshots_per_month: 10_000,
     custom_domains: 5,
     link_expiry_max_days: 365,
-    requests_per_second: 1_000,
-    request_burst: 2_000
+    requests_per_second: 10_000,
+    request_burst: 20_000
   },
   pro: {
     links_per_month: 1_000_000,
@@ -50,8 +50,8 @@ export const DEFAULT_PLANS: PlanTable = {
     snapshots_per_month: 100_000,
     custom_domains: 50,
     link_expiry_max_days: null,
-    requests_per_second: 5_000,
-    request_burst: 10_000
+    requests_per_second: 50_000,
+    request_burst: 100_000
   },
   business: {
     links_per_month: 10_000_000,
@@ -60,8 +60,8 @@ export const DEFAULT_PLANS: PlanTable = {
     snapshots_per_month: 1_000_000,
     custom_domains: 500,
     link_expiry_max_days: null,
-    requests_per_second: 20_000,
-    request_burst: 40_000
+    requests_per_second: 200_000,
+    request_burst: 400_000
   }
 }
 
