@@ -49,34 +49,30 @@
 #       TTL clauses (19.6), IPv4/IPv6 column types (19.x), async_insert setting (21.11)
 set -euo pipefail
 
+# shellcheck source=lib/service.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/service.sh"
+
 HTTP_PORT="${CLICKHOUSE_HTTP_PORT:-18123}"
 TCP_PORT="${CLICKHOUSE_TCP_PORT:-19000}"
-STATE_DIR="${CLICKHOUSE_STATE_DIR:-/tmp/shortlinks-clickhouse-state}"
 START_TIMEOUT="${CLICKHOUSE_START_TIMEOUT:-60}"
-STOP_TIMEOUT="${CLICKHOUSE_STOP_TIMEOUT:-30}"
 HOST=127.0.0.1
 SERVER_BIN=/usr/sbin/clickhouse-server
-
-PID_FILE="$STATE_DIR/clickhouse.pid"
-LOG_FILE="$STATE_DIR/clickhouse.log"   # stdout/stderr of the process
-WORK_FILE="$STATE_DIR/workdir"
-URL_FILE="$STATE_DIR/url"
 URL="http://$HOST:$HTTP_PORT"
 
-log() { echo "clickhouse.sh: $*" >&2; }
-die() { log "$*"; exit 1; }
-
-running_pid() {
-  [[ -f "$PID_FILE" ]] || return 0
-  local pid
-  pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 0
-  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'clickhouse'; then
-    echo "$pid"
-  fi
-}
-
-port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+SVC_NAME=clickhouse.sh
+SVC_NOUN=server
+SVC_AT=at
+SVC_ENV_VAR=TEST_CLICKHOUSE_URL
+SVC_ADDRESS="$URL"
+SVC_PROC_PATTERN=clickhouse
+SVC_WORKDIR_PREFIX=shortlinks-clickhouse
+SVC_STATE_DIR="${CLICKHOUSE_STATE_DIR:-/tmp/shortlinks-clickhouse-state}"
+SVC_PID_FILE="$SVC_STATE_DIR/clickhouse.pid"
+SVC_LOCK_FILE="$SVC_STATE_DIR/lock"
+SVC_LOG_FILE="$SVC_STATE_DIR/clickhouse.log"   # stdout/stderr of the process
+SVC_WORK_FILE="$SVC_STATE_DIR/workdir"
+SVC_ADDR_FILE="$SVC_STATE_DIR/url"
+SVC_STOP_TIMEOUT="${CLICKHOUSE_STOP_TIMEOUT:-30}"
 
 query() { curl -sS --fail-with-body --max-time 10 "$1/" --data-binary "$2"; }
 
@@ -174,114 +170,30 @@ EOF
 EOF
 }
 
-cleanup_leftovers() {
-  if [[ -f "$WORK_FILE" ]]; then
-    local dir
-    dir="$(cat "$WORK_FILE")"
-    if [[ "$(basename "$dir")" == shortlinks-clickhouse.* && -d "$dir" ]]; then rm -rf "$dir"; fi
-    rm -f "$WORK_FILE"
-  fi
-  rm -f "$PID_FILE" "$URL_FILE"
-}
+server_version() { query "$1" 'SELECT version()' || echo '?'; }
 
-cmd_start() {
-  mkdir -p "$STATE_DIR"
-  exec 9>"$STATE_DIR/lock"
-  flock -w 300 9 || die "another clickhouse.sh holds $STATE_DIR/lock"
-
-  local pid
-  pid="$(running_pid)"
-  if [[ -n "$pid" ]]; then
-    local url
-    url="$(cat "$URL_FILE" 2>/dev/null || echo "$URL")"
-    [[ "$url" == "$URL" ]] || die "a server started by this script already runs at $url (pid $pid); stop it first"
-    log "already running (pid $pid, version $(query "$url" 'SELECT version()' || echo '?'))"
-    echo "TEST_CLICKHOUSE_URL=$url"
-    return 0
-  fi
-  cleanup_leftovers
+service_start() {
   command -v curl >/dev/null || die "curl is required"
-  for p in "$HTTP_PORT" "$TCP_PORT"; do
-    ! port_open "$HOST" "$p" || die "port $HOST:$p is already in use by another process"
-  done
-
+  svc_require_free_ports "$HOST" "$HTTP_PORT" "$TCP_PORT"
   ensure_installed
   local t0=$SECONDS dir
-  dir="$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-clickhouse.XXXXXX")"
-  echo "$dir" >"$WORK_FILE"
+  svc_make_workdir
+  dir="$WORKDIR"
   write_config "$dir"
 
   # Runs as the invoking user (root in CI): this version does not insist on a dedicated user,
-  # and everything it writes is in $dir. New session, no caller's pipes, not our lock fd.
-  # The child writes its own pid, then runs in $dir (the server may write relative paths).
-  setsid bash -c 'echo $$ >"$1"; cd "$2"; shift 2; exec "$@"' _ "$PID_FILE" "$dir" \
-    "$SERVER_BIN" --config-file="$dir/config.xml" >"$LOG_FILE" 2>&1 </dev/null 9>&- &
-  echo "$URL" >"$URL_FILE"
-
-  local deadline=$((SECONDS + START_TIMEOUT))
-  while :; do
-    pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 30 "$LOG_FILE" "$dir/log/clickhouse-server.err.log" >&2 2>/dev/null || true
-      cleanup_leftovers
-      die "server exited during startup (log: $LOG_FILE)"
-    fi
-    if [[ "$(curl -s --max-time 2 "$URL/ping" 2>/dev/null || true)" == "Ok." ]]; then break; fi
-    if ((SECONDS >= deadline)); then
-      tail -n 30 "$LOG_FILE" "$dir/log/clickhouse-server.err.log" >&2 2>/dev/null || true
-      cmd_stop_locked
-      die "server not ready after ${START_TIMEOUT}s"
-    fi
-    sleep 0.2
-  done
-  log "started ClickHouse $(query "$URL" 'SELECT version()') in $((SECONDS - t0))s (pid $pid, data $dir)"
-  echo "TEST_CLICKHOUSE_URL=$URL"
+  # and everything it writes is in $dir, which is also its working directory (the server may
+  # write relative paths). The log holds this run's output only.
+  : >"$SVC_LOG_FILE"
+  svc_spawn "$dir" "$SERVER_BIN" --config-file="$dir/config.xml"
+  svc_wait_ready "$dir" "$START_TIMEOUT" 0.2 "server not ready after ${START_TIMEOUT}s"
+  log "started ClickHouse $(query "$URL" 'SELECT version()') in $((SECONDS - t0))s (pid $SERVICE_PID, data $dir)"
+  svc_print_address "$URL"
 }
 
-cmd_stop_locked() {
-  local pid
-  pid="$(running_pid)"
-  if [[ -n "$pid" ]]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + STOP_TIMEOUT))
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "no exit ${STOP_TIMEOUT}s after SIGTERM; sending SIGKILL to $pid"
-      kill -KILL "$pid" 2>/dev/null || true
-      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    fi
-    log "stopped (pid $pid)"
-  else
-    log "not running"
-  fi
-  cleanup_leftovers
-}
+service_ready() { [[ "$(curl -s --max-time 2 "$URL/ping" 2>/dev/null || true)" == "Ok." ]]; }
+service_show_log() { tail -n 30 "$SVC_LOG_FILE" "$1/log/clickhouse-server.err.log" >&2 2>/dev/null || true; }
+service_reuse_note() { echo ", version $(server_version "$1")"; }
+service_status_note() { echo "version $(server_version "$1"), data $(cat "$SVC_WORK_FILE" 2>/dev/null)"; }
 
-cmd_stop() {
-  [[ -d "$STATE_DIR" ]] || { log "not running"; return 0; }
-  exec 9>"$STATE_DIR/lock"
-  flock -w 300 9 || die "another clickhouse.sh holds $STATE_DIR/lock"
-  cmd_stop_locked
-}
-
-cmd_status() {
-  local pid
-  pid="$(running_pid)"
-  if [[ -n "$pid" ]]; then
-    local url rss
-    url="$(cat "$URL_FILE" 2>/dev/null || echo "$URL")"
-    rss="$(awk '/^VmRSS/ {print $2 " " $3}' "/proc/$pid/status" 2>/dev/null || true)"
-    log "running (pid $pid, RSS ${rss:-?}, version $(query "$url" 'SELECT version()' || echo '?'), data $(cat "$WORK_FILE" 2>/dev/null))"
-    echo "TEST_CLICKHOUSE_URL=$url"
-  else
-    log "not running"
-    return 3
-  fi
-}
-
-case "${1:-}" in
-  start) cmd_start ;;
-  stop) cmd_stop ;;
-  status) cmd_status ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
-esac
+svc_main "$@"

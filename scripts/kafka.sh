@@ -21,37 +21,30 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 POM="$ROOT/infra/kafka/pom.xml"
+# shellcheck source=lib/service.sh
+. "$ROOT/scripts/lib/service.sh"
 
 KAFKA_HOME="${KAFKA_HOME:-$HOME/.cache/shortlinks-kafka}"
-STATE_DIR="${KAFKA_STATE_DIR:-/tmp/shortlinks-kafka-state}"
 PORT="${KAFKA_PORT:-19092}"
 CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
 HEAP="${KAFKA_HEAP:--Xms128m -Xmx512m}"
 START_TIMEOUT="${KAFKA_START_TIMEOUT:-120}"
-STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
 HOST=127.0.0.1
 
-PID_FILE="$STATE_DIR/kafka.pid"
-LOG_FILE="$STATE_DIR/kafka.log"
-WORK_FILE="$STATE_DIR/workdir"   # path of the temp dir holding config and data
-ADDR_FILE="$STATE_DIR/address"   # host:port the running broker listens on
-
-log() { echo "kafka.sh: $*" >&2; }
-die() { log "$*"; exit 1; }
-
-# The pid of our running broker, or nothing. A pid file whose process is gone, or is not a
-# Kafka JVM (pid reuse), counts as not running.
-running_pid() {
-  [[ -f "$PID_FILE" ]] || return 0
-  local pid
-  pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 0
-  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'; then
-    echo "$pid"
-  fi
-}
-
-port_open() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+SVC_NAME=kafka.sh
+SVC_NOUN=broker
+SVC_AT=on
+SVC_ENV_VAR=TEST_KAFKA_BROKERS
+SVC_ADDRESS="$HOST:$PORT"
+SVC_PROC_PATTERN='kafka\.Kafka'   # a Kafka JVM
+SVC_WORKDIR_PREFIX=shortlinks-kafka
+SVC_STATE_DIR="${KAFKA_STATE_DIR:-/tmp/shortlinks-kafka-state}"
+SVC_PID_FILE="$SVC_STATE_DIR/kafka.pid"
+SVC_LOCK_FILE="$SVC_STATE_DIR/lock"
+SVC_LOG_FILE="$SVC_STATE_DIR/kafka.log"
+SVC_WORK_FILE="$SVC_STATE_DIR/workdir"   # path of the temp dir holding config and data
+SVC_ADDR_FILE="$SVC_STATE_DIR/address"   # host:port the running broker listens on
+SVC_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
 
 # Fetch the broker's jars once into $KAFKA_HOME/libs-<pom hash>; later runs only hash the pom.
 ensure_jars() {
@@ -139,67 +132,6 @@ log4j.logger.kafka.log=WARN
 EOF
 }
 
-cmd_start() {
-  mkdir -p "$STATE_DIR"
-  exec 9>"$STATE_DIR/lock"
-  flock -w 300 9 || die "another kafka.sh holds $STATE_DIR/lock"
-
-  local pid
-  pid="$(running_pid)"
-  if [[ -n "$pid" ]]; then
-    local addr
-    addr="$(cat "$ADDR_FILE" 2>/dev/null || echo "$HOST:$PORT")"
-    [[ "$addr" == "$HOST:$PORT" ]] \
-      || die "a broker started by this script already runs on $addr (pid $pid); stop it first"
-    log "already running (pid $pid)"
-    echo "TEST_KAFKA_BROKERS=$addr"
-    return 0
-  fi
-  cleanup_leftovers
-
-  for p in "$PORT" "$CONTROLLER_PORT"; do
-    ! port_open "$HOST" "$p" || die "port $HOST:$p is already in use by another process"
-  done
-
-  ensure_jars
-  local t0=$SECONDS
-  local dir
-  dir="$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-kafka.XXXXXX")"
-  echo "$dir" >"$WORK_FILE"
-  write_config "$dir"
-
-  local jvm=(java $HEAP -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExplicitGCInvokesConcurrent
-    -Djava.awt.headless=true -Dlog4j.configuration="file:$dir/log4j.properties"
-    -Dkafka.logs.dir="$dir/logs" -cp "$LIBS/*")
-
-  "${jvm[@]}" kafka.tools.StorageTool format -t "$(cluster_id)" -c "$dir/server.properties" \
-    >"$LOG_FILE" 2>&1 || { cat "$LOG_FILE" >&2; rm -rf "$dir"; rm -f "$WORK_FILE"; die "storage format failed"; }
-
-  # New session, stdin closed and output to the log, so the broker outlives this script and
-  # holds no caller's pipe open (nor our lock: fd 9 is closed for it). The child writes its own pid before exec'ing the JVM.
-  setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$PID_FILE" \
-    "${jvm[@]}" kafka.Kafka "$dir/server.properties" >>"$LOG_FILE" 2>&1 </dev/null 9>&- &
-  echo "$HOST:$PORT" >"$ADDR_FILE"
-
-  local deadline=$((SECONDS + START_TIMEOUT))
-  while :; do
-    pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 40 "$LOG_FILE" >&2
-      rm -f "$PID_FILE" "$ADDR_FILE"; rm -rf "$dir"; rm -f "$WORK_FILE"
-      die "broker exited during startup (log: $LOG_FILE)"
-    fi
-    if grep -q 'Kafka Server started' "$LOG_FILE" && port_open "$HOST" "$PORT"; then break; fi
-    if ((SECONDS >= deadline)); then
-      tail -n 40 "$LOG_FILE" >&2
-      cmd_stop_locked
-      die "broker not ready after ${START_TIMEOUT}s (log: $LOG_FILE)"
-    fi
-    sleep 0.3
-  done
-  log "started Kafka $(kafka_version) in $((SECONDS - t0))s (pid $pid, data $dir, log $LOG_FILE)"
-  echo "TEST_KAFKA_BROKERS=$HOST:$PORT"
-}
 
 kafka_version() {
   local jar
@@ -208,62 +140,30 @@ kafka_version() {
   echo "${jar%.jar}"
 }
 
-# Remove what a crashed or killed run left behind (stale pid file, temp dir).
-cleanup_leftovers() {
-  if [[ -f "$WORK_FILE" ]]; then
-    local dir
-    dir="$(cat "$WORK_FILE")"
-    # Only ever delete a directory this script created.
-    if [[ "$(basename "$dir")" == shortlinks-kafka.* && -d "$dir" ]]; then rm -rf "$dir"; fi
-    rm -f "$WORK_FILE"
-  fi
-  rm -f "$PID_FILE" "$ADDR_FILE"
+service_start() {
+  svc_require_free_ports "$HOST" "$PORT" "$CONTROLLER_PORT"
+  ensure_jars
+  local t0=$SECONDS dir
+  svc_make_workdir
+  dir="$WORKDIR"
+  write_config "$dir"
+
+  local jvm=(java $HEAP -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExplicitGCInvokesConcurrent
+    -Djava.awt.headless=true -Dlog4j.configuration="file:$dir/log4j.properties"
+    -Dkafka.logs.dir="$dir/logs" -cp "$LIBS/*")
+
+  "${jvm[@]}" kafka.tools.StorageTool format -t "$(cluster_id)" -c "$dir/server.properties" \
+    >"$SVC_LOG_FILE" 2>&1 || { cat "$SVC_LOG_FILE" >&2; cleanup_leftovers; die "storage format failed"; }
+
+  # The broker's output goes after the format's in the log; it runs in the caller's directory.
+  svc_spawn . "${jvm[@]}" kafka.Kafka "$dir/server.properties"
+  svc_wait_ready "$dir" "$START_TIMEOUT" 0.3 "broker not ready after ${START_TIMEOUT}s (log: $SVC_LOG_FILE)"
+  log "started Kafka $(kafka_version) in $((SECONDS - t0))s (pid $SERVICE_PID, data $dir, log $SVC_LOG_FILE)"
+  svc_print_address "$SVC_ADDRESS"
 }
 
-cmd_stop_locked() {
-  local pid
-  pid="$(running_pid)"
-  if [[ -n "$pid" ]]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + STOP_TIMEOUT))
-    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "no exit ${STOP_TIMEOUT}s after SIGTERM; sending SIGKILL to $pid"
-      kill -KILL "$pid" 2>/dev/null || true
-      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    fi
-    log "stopped (pid $pid)"
-  else
-    log "not running"
-  fi
-  cleanup_leftovers
-}
+service_ready() { grep -q 'Kafka Server started' "$SVC_LOG_FILE" && port_open "$HOST" "$PORT"; }
+service_show_log() { tail -n 40 "$SVC_LOG_FILE" >&2; }
+service_status_note() { echo "data $(cat "$SVC_WORK_FILE" 2>/dev/null), log $SVC_LOG_FILE"; }
 
-cmd_stop() {
-  [[ -d "$STATE_DIR" ]] || { log "not running"; return 0; }
-  exec 9>"$STATE_DIR/lock"
-  flock -w 300 9 || die "another kafka.sh holds $STATE_DIR/lock"
-  cmd_stop_locked
-}
-
-cmd_status() {
-  local pid
-  pid="$(running_pid)"
-  if [[ -n "$pid" ]]; then
-    local addr rss
-    addr="$(cat "$ADDR_FILE" 2>/dev/null || echo "$HOST:$PORT")"
-    rss="$(awk '/^VmRSS/ {print $2 " " $3}' "/proc/$pid/status" 2>/dev/null || true)"
-    log "running (pid $pid, RSS ${rss:-?}, data $(cat "$WORK_FILE" 2>/dev/null), log $LOG_FILE)"
-    echo "TEST_KAFKA_BROKERS=$addr"
-  else
-    log "not running"
-    return 3
-  fi
-}
-
-case "${1:-}" in
-  start) cmd_start ;;
-  stop) cmd_stop ;;
-  status) cmd_status ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
-esac
+svc_main "$@"
