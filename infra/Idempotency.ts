@@ -18,8 +18,14 @@ export interface StoredResponse {
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
-  // Expired records are purged in the background; lookups ignore them anyway.
-  yield* sql`DELETE FROM idempotency_records WHERE created_at < now() - make_interval(hours => ${RETENTION_HOURS})`.pipe(
+  /** Deletes the records older than the retention period; returns how many. */
+  const purgeExpired = sql<{ n: string }>`
+    WITH gone AS (
+      DELETE FROM idempotency_records WHERE created_at < now() - make_interval(hours => ${RETENTION_HOURS}) RETURNING 1
+    ) SELECT count(*) AS n FROM gone`.pipe(Effect.map((rows) => Number(rows[0]!.n)))
+
+  // Expired records are purged in the background (lookups ignore them anyway).
+  yield* purgeExpired.pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("idempotency purge failed", cause)),
     Effect.repeat(Schedule.spaced(Duration.minutes(10))),
     Effect.forkScoped
@@ -64,7 +70,7 @@ const make = Effect.gen(function* () {
         fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, content_type = EXCLUDED.content_type,
         body = EXCLUDED.body, created_at = now()`.pipe(Effect.asVoid)
 
-  return { tryLock, find, save } as const
+  return { tryLock, find, save, purgeExpired } as const
 })
 
 export class Idempotency extends Context.Tag("Idempotency")<Idempotency, Effect.Effect.Success<typeof make>>() {
