@@ -69,7 +69,14 @@ export const idempotent = <A extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoi
 
 /** A JSON request body: 415 for another content type, 413 above the size limit, 400 for bad JSON. */
 export const jsonBody = <A extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoint: A): A =>
-  (endpoint as any).addError(E.UnsupportedMediaType).addError(E.PayloadTooLarge).annotate(BodyKind, "json")
+  (endpoint as any)
+    .addError(E.InvalidRequest)
+    .addError(E.UnsupportedMediaType)
+    .addError(E.PayloadTooLarge)
+    .annotate(BodyKind, "json")
+
+/** The `{id}` path of a resource: any string; one that names nothing of the caller's is 404. */
+export const IdPath = Schema.Struct({ id: Schema.String })
 
 const MAX_SEQ = 9223372036854775807n
 

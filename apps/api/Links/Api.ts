@@ -3,7 +3,18 @@ import { Schema } from "effect"
 import { CustomSlug, DestinationUrl, LinkStatus, Utm } from "../../../domain/Link.js"
 import * as E from "../Errors.js"
 import { Authentication, RequiredScope } from "../Security.js"
-import { Cursor, Envelope, idempotent, intFromString, jsonBody, Limit, optional, Page, SuccessDoc } from "../Shared.js"
+import {
+  Cursor,
+  Envelope,
+  IdPath,
+  idempotent,
+  intFromString,
+  jsonBody,
+  Limit,
+  optional,
+  Page,
+  SuccessDoc
+} from "../Shared.js"
 
 export const Link = Schema.Struct({
   id: Schema.String.annotations({ description: "Link identifier; begins with link_." }),
@@ -130,7 +141,6 @@ export const UpdateLinkOptions = Schema.Struct({
   .pipe(Schema.filter((o) => Object.keys(o).length > 0 || "must set utm, expires_at or both"))
   .annotations({ identifier: "UpdateLinkOptions", parseOptions: { onExcessProperty: "error", errors: "all" } })
 
-const IdPath = Schema.Struct({ id: Schema.String })
 const scope = RequiredScope
 
 export class LinksApi extends HttpApiGroup.make("links")
@@ -140,7 +150,6 @@ export class LinksApi extends HttpApiGroup.make("links")
         HttpApiEndpoint.post("create", "/links")
           .setPayload(CreateLink)
           .addSuccess(Envelope(Link), { status: 201 })
-          .addError(E.InvalidRequest)
           .addError(E.SlugTaken)
           .addError(E.UrlNotAllowed)
           .addError(E.QuotaExceeded)
@@ -188,7 +197,6 @@ export class LinksApi extends HttpApiGroup.make("links")
           .setPath(IdPath)
           .setPayload(UpdateLink)
           .addSuccess(Envelope(Link))
-          .addError(E.InvalidRequest)
           .addError(E.NotFound)
           .addError(E.LinkDisabled)
           .addError(E.UrlNotAllowed)
@@ -240,7 +248,6 @@ export class LinksApi extends HttpApiGroup.make("links")
           .setPath(IdPath)
           .setPayload(UpdateLinkOptions)
           .addSuccess(Envelope(LinkOptions))
-          .addError(E.InvalidRequest)
           .addError(E.NotFound)
           .addError(E.LinkDisabled)
           .addError(E.QuotaExceeded)

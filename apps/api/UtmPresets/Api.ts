@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { UTM_KEYS, Utm } from "../../../domain/Link.js"
 import * as E from "../Errors.js"
 import { Authentication, RequiredScope } from "../Security.js"
-import { Cursor, Envelope, idempotent, jsonBody, Limit, optional, Page } from "../Shared.js"
+import { Cursor, Envelope, IdPath, idempotent, jsonBody, Limit, optional, Page } from "../Shared.js"
 
 export const MAX_PRESET_NAME_LENGTH = 100
 
@@ -75,7 +75,6 @@ export const ListUtmPresetsParams = Schema.Struct({
   limit: optional(Limit)
 })
 
-const IdPath = Schema.Struct({ id: Schema.String })
 const scope = RequiredScope
 
 export class UtmPresetsApi extends HttpApiGroup.make("utmPresets")
@@ -85,7 +84,6 @@ export class UtmPresetsApi extends HttpApiGroup.make("utmPresets")
         HttpApiEndpoint.post("create", "/utm-presets")
           .setPayload(CreateUtmPreset)
           .addSuccess(Envelope(UtmPreset), { status: 201 })
-          .addError(E.InvalidRequest)
           .addError(E.UtmPresetNameTaken)
           .annotate(scope, "links:write")
           .annotate(OpenApi.Summary, "Create a UTM preset")
@@ -115,7 +113,6 @@ export class UtmPresetsApi extends HttpApiGroup.make("utmPresets")
           .setPath(IdPath)
           .setPayload(UpdateUtmPreset)
           .addSuccess(Envelope(UtmPreset))
-          .addError(E.InvalidRequest)
           .addError(E.NotFound)
           .addError(E.UtmPresetNameTaken)
           .annotate(scope, "links:write")
