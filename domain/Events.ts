@@ -39,6 +39,34 @@ export const LinkDisabled = envelope("link.disabled", LinkEventData).annotations
   description: "A link was disabled (DELETE /links/{id}); it answers 404 on the short host from then on."
 })
 
+export const ClickEventData = Schema.Struct({
+  link_id: Schema.String.annotations({ description: "The link followed; also the message key." }),
+  country: Schema.NullOr(Schema.String).annotations({
+    description: "ISO 3166-1 alpha-2 code from the trusted proxy header, or null when unknown."
+  }),
+  referrer_host: Schema.NullOr(Schema.String).annotations({
+    description: "Host name of the Referer (no path, no query), or null for a direct visit."
+  }),
+  device: Schema.Literal("desktop", "mobile", "tablet", "other"),
+  browser: Schema.String.annotations({ description: "Browser family (Chrome, Safari, Firefox, …) or `other`." }),
+  bot: Schema.Boolean.annotations({
+    description: "A crawler or link-preview fetcher: counted apart, never in the totals."
+  }),
+  visitor: Schema.String.annotations({
+    description:
+      "16 hex digits: a keyed hash of the visitor under a secret that rotates daily and is never stored with the data; it counts unique visitors within a day and cannot be linked across days or back to a person."
+  })
+}).annotations({
+  identifier: "Click",
+  description: "One redirect of a GET request. No IP address and no user agent are recorded."
+})
+
+export const ClickRecorded = envelope("click.recorded", ClickEventData).annotations({
+  description:
+    "A browser followed a short link (GET; HEAD is not a click). `occurred_at` is the time of the click; `account_id` the link's owner."
+})
+export type ClickRecorded = typeof ClickRecorded.Type
+
 /** Every topic with its events, in the order the catalogue lists them. */
 export const Catalogue = [
   {
@@ -47,6 +75,13 @@ export const Catalogue = [
     description:
       "Every change of a Short Link, in order per link. The redirector's slug table and any link read model are projections of it.",
     events: [LinkCreated, LinkUpdated, LinkDisabled]
+  },
+  {
+    topic: "clicks.v1",
+    key: "link id",
+    description:
+      "Every redirect of a GET request on the short host, batched by the redirector. The analytics tables are a projection of it (`cli replay` rebuilds them).",
+    events: [ClickRecorded]
   }
 ] as const
 

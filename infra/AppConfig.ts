@@ -38,6 +38,38 @@ export const appConfig = Config.all({
   // Empty counts as unset: the embedded default.
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")).pipe(
     Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
+  ),
+  // Comma-separated host:port list; empty or unset: the embedded log in PostgreSQL.
+  kafkaBrokers: Config.string("KAFKA_BROKERS").pipe(
+    Config.map((s) =>
+      s
+        .split(",")
+        .map((b) => b.trim())
+        .filter((b) => b !== "")
+    ),
+    Config.validate({
+      message: "must be a comma-separated list of host:port",
+      validation: (list) => list.every((b) => /^[^\s:/]+:\d{1,5}$/.test(b))
+    }),
+    Config.withDefault([] as ReadonlyArray<string>)
+  ),
+  // http(s)://[user:password@]host:port[/database]; unset: chDB in-process under DATA_DIR.
+  clickhouseUrl: Config.option(Config.redacted("CLICKHOUSE_URL")).pipe(
+    Config.validate({
+      message: "must be an http(s) URL of a ClickHouse server",
+      validation: (o) =>
+        Option.isNone(o) ||
+        Redacted.value(o.value).trim() === "" ||
+        (URL.canParse(Redacted.value(o.value)) && /^https?:$/.test(new URL(Redacted.value(o.value)).protocol))
+    }),
+    Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
+  ),
+  // The header a trusted proxy in front of the redirector sets to the visitor's country
+  // (e.g. CF-IPCountry); unset: country is unknown. Never read from untrusted clients.
+  countryHeader: Config.string("TRUSTED_COUNTRY_HEADER").pipe(
+    Config.validate({ message: "must be an HTTP header name", validation: (s) => /^[A-Za-z0-9-]*$/.test(s) }),
+    Config.map((s) => s.toLowerCase()),
+    Config.withDefault("")
   )
 }).pipe(
   Config.map(({ ports, apiBase, shortBase, imageHost, ...rest }) => ({
@@ -58,6 +90,12 @@ export interface AppConfigShape {
   readonly shortBase: string
   readonly imageHost: string
   readonly databaseUrl: Option.Option<Redacted.Redacted>
+  /** Empty: the embedded log in PostgreSQL. */
+  readonly kafkaBrokers: ReadonlyArray<string>
+  /** None: chDB in-process under DATA_DIR/clickhouse. */
+  readonly clickhouseUrl: Option.Option<Redacted.Redacted>
+  /** Lower-case header name, or "" when no trusted proxy sets one. */
+  readonly countryHeader: string
 }
 
 export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShape>() {
