@@ -29,24 +29,10 @@ WARMUP=${BENCH_WARMUP:-3s}
 THREADS=${BENCH_THREADS:-2}
 CONNECTIONS=${BENCH_CONNECTIONS:-32}
 
-log() { printf '%s\n' "$*"; }
-die() {
-  printf 'bench/api.sh: %s\n' "$*" >&2
-  exit 1
-}
-
-# --- wrk -------------------------------------------------------------------------------
-if ! command -v wrk >/dev/null 2>&1; then
-  log "wrk not found; installing it with apt-get"
-  if [ "$(id -u)" -eq 0 ]; then
-    (apt-get install -y -qq wrk >/dev/null 2>&1 || { apt-get update -qq >/dev/null && apt-get install -y -qq wrk >/dev/null; }) ||
-      die "could not install wrk (apt-get install -y wrk)"
-  else
-    (sudo apt-get install -y -qq wrk >/dev/null 2>&1 || { sudo apt-get update -qq >/dev/null && sudo apt-get install -y -qq wrk >/dev/null; }) ||
-      die "wrk is missing; install it: apt-get install -y wrk"
-  fi
-  command -v wrk >/dev/null 2>&1 || die "wrk is still missing after apt-get"
-fi
+BENCH_NAME=bench/api.sh
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+ensure_wrk
 command -v curl >/dev/null 2>&1 || die "curl is required"
 [ -d node_modules/tsx ] || die "node_modules is missing: run npm ci first"
 
@@ -61,58 +47,13 @@ API_PID=""
 BARE_PID=""
 WRK_PID=""
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-TAKEN_PORTS=" "
-# free_port VAR FIRST: the first port from FIRST that nothing listens on and that this
-# script has not handed out yet, into VAR.
-free_port() {
-  local p=$2
-  while port_in_use "$p" || [[ $TAKEN_PORTS == *" $p "* ]]; do
-    p=$((p + 1))
-    [ "$p" -lt 65535 ] || die "no free port from $2"
-  done
-  TAKEN_PORTS="$TAKEN_PORTS$p "
-  printf -v "$1" '%s' "$p"
-}
-
-# Stop one process we started: SIGTERM, wait up to $2 s, then SIGKILL.
-stop_pid() {
-  local pid=$1 secs=${2:-30} i
-  [ -n "$pid" ] || return 0
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < secs * 10; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    printf 'bench/api.sh: pid %s did not stop after SIGTERM; killing it\n' "$pid" >&2
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
-
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
   stop_pid "$WRK_PID" 5
   stop_pid "$BARE_PID" 10
   stop_pid "$API_PID" 60
-  # The API stops its embedded PostgreSQL on shutdown; if it could not (killed), stop the
-  # server that belongs to our temporary data dir (and only that one).
-  local pidfile=$DATA_DIR_BENCH/postgres/postmaster.pid pgpid i
-  if [ -f "$pidfile" ]; then
-    pgpid=$(head -n 1 "$pidfile" 2>/dev/null || true)
-    if [[ $pgpid =~ ^[0-9]+$ ]] && kill -0 "$pgpid" 2>/dev/null; then
-      printf 'bench/api.sh: stopping leftover embedded PostgreSQL (pid %s)\n' "$pgpid" >&2
-      kill -INT "$pgpid" 2>/dev/null || true
-      for ((i = 0; i < 300; i++)); do
-        kill -0 "$pgpid" 2>/dev/null || break
-        sleep 0.1
-      done
-      kill -0 "$pgpid" 2>/dev/null && kill -KILL "$pgpid" 2>/dev/null || true
-    fi
-  fi
+  stop_embedded_postgres "$DATA_DIR_BENCH"
   if [ "$status" -ne 0 ]; then
     for f in api.log bare.log; do
       if [ -s "$TMP/$f" ]; then
@@ -147,17 +88,6 @@ export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PU
 # the usage counter run on every request (they are part of what is measured) but never refuse.
 export PLANS='{"bench":{"requests_per_second":1000000000,"request_burst":1000000000,"links_per_month":1000000000000}}'
 
-# Wait until something answers HTTP on $1 (any status), while pid $2 is alive.
-wait_http() {
-  local url=$1 pid=$2 name=$3 secs=${4:-180} i
-  for ((i = 0; i < secs * 5; i++)); do
-    kill -0 "$pid" 2>/dev/null || die "$name exited during start-up"
-    if [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" || true)" != 000 ]; then return 0; fi
-    sleep 0.2
-  done
-  die "$name did not answer on $url within ${secs}s"
-}
-
 NODE_VERSION=$(node --version)
 log "bench: node $NODE_VERSION, $(nproc 2>/dev/null || echo '?') cpus, wrk -t$THREADS -c$CONNECTIONS -d$DURATION (warm-up $WARMUP)"
 
@@ -174,8 +104,6 @@ wait_http "http://127.0.0.1:$BARE_PORT/health" "$BARE_PID" "the bare server (ben
 log "bench: bare @effect/platform server up on port $BARE_PORT"
 
 # --- account, key, one link to read -----------------------------------------------------
-json_field() { node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{let v=JSON.parse(s);for(const k of process.argv[1].split("."))v=v?.[k];if(typeof v!=="string"||!v){process.stderr.write("no "+process.argv[1]+" in: "+s+"\n");process.exit(1)}process.stdout.write(v)})' "$1"; }
-
 ACCOUNT_JSON=$(npm run --silent cli -- accounts create --name bench --plan bench --json) || die "cli accounts create failed"
 ACCOUNT_ID=$(printf '%s' "$ACCOUNT_JSON" | tail -n 1 | json_field id) || die "cli accounts create printed no id"
 KEY_JSON=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes links:read,links:write --json) ||
@@ -198,29 +126,17 @@ log "bench: link $LINK_ID to read"
 export BENCH_API_KEY=$API_KEY BENCH_DIR=$ROOT/bench
 RUN_ID=$(date +%s)-$$
 
-# run_wrk OUT ARGS...: wrk in the background so that a signal to this script interrupts
-# the wait at once (bash runs traps only between foreground commands); cleanup stops it.
-run_wrk() {
-  local out=$1 status=0
-  shift
-  wrk -t"$THREADS" -c"$CONNECTIONS" --timeout 10s "$@" >"$out" 2>&1 &
-  WRK_PID=$!
-  wait "$WRK_PID" || status=$?
-  WRK_PID=""
-  return "$status"
-}
-
 # run_phase NAME URL [wrk args...]: warm-up, then the measured run; sets RESULT_<NAME>.
 run_phase() {
   local name=$1 url=$2
   shift 2
   local out=$TMP/wrk-$name.txt line
   if [ "$WARMUP" != 0 ] && [ "$WARMUP" != 0s ]; then
-    BENCH_RUN_ID=$RUN_ID-warm run_wrk "$TMP/wrk-$name-warm.txt" -d"$WARMUP" "$@" "$url" ||
+    BENCH_RUN_ID=$RUN_ID-warm run_wrk "$TMP/wrk-$name-warm.txt" -t"$THREADS" -c"$CONNECTIONS" --timeout 10s -d"$WARMUP" "$@" "$url" ||
       die "wrk warm-up of $name failed: $(cat "$TMP/wrk-$name-warm.txt")"
   fi
   sleep 1
-  BENCH_RUN_ID=$RUN_ID run_wrk "$out" -d"$DURATION" --latency "$@" "$url" || die "wrk $name failed: $(cat "$out")"
+  BENCH_RUN_ID=$RUN_ID run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" --timeout 10s -d"$DURATION" --latency "$@" "$url" || die "wrk $name failed: $(cat "$out")"
   line=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
   [ -n "$line" ] || die "wrk $name printed no result: $(cat "$out")"
   node -e '

@@ -19,8 +19,15 @@ export const renderEventsDoc = (): string => {
     "Events are written to a transactional outbox in the same PostgreSQL transaction as the change",
     "they describe, so an acknowledged change always has its event.",
     "",
-    "Status: the API records these events in its outbox today; the relay that publishes the outbox",
-    "to Kafka (or the embedded log) in order is part of the click-path work and not running yet.",
+    "A relay publishes the outbox to the event log in order: Apache Kafka when `KAFKA_BROKERS` is",
+    "set, otherwise the embedded log in PostgreSQL (same topics, keys, partitions per key and",
+    "at-least-once delivery). Each topic has 8 partitions; a message the consumers cannot decode",
+    "goes to the dead-letter topic `<topic>.dlq` with its key and value unchanged.",
+    "Clicks are not in the outbox: the redirector publishes them to `clicks.v1` in batches.",
+    "",
+    "Privacy: click events carry no IP address and no user agent; `visitor` is a keyed hash under a",
+    "secret that rotates every day (UTC) and is kept only in PostgreSQL, never with the events or",
+    "the analytics tables, and deleted after a day, so visitors cannot be followed across days.",
     ""
   ]
   for (const topic of Catalogue) {

@@ -1,0 +1,95 @@
+# Shared by the bench/*.sh scripts (sourced, not run): logging, wrk install, free ports,
+# process stop, HTTP wait, JSON field extraction. The sourcing script sets BENCH_NAME.
+
+log() { printf '%s\n' "$*"; }
+die() {
+  printf '%s: %s\n' "${BENCH_NAME:-bench}" "$*" >&2
+  exit 1
+}
+
+ensure_wrk() {
+  command -v wrk >/dev/null 2>&1 && return 0
+  log "wrk not found; installing it with apt-get"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  ($sudo apt-get install -y -qq wrk >/dev/null 2>&1 || { $sudo apt-get update -qq >/dev/null && $sudo apt-get install -y -qq wrk >/dev/null; }) ||
+    die "could not install wrk (apt-get install -y wrk)"
+  command -v wrk >/dev/null 2>&1 || die "wrk is still missing after apt-get"
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+TAKEN_PORTS=" "
+# free_port VAR FIRST: the first port from FIRST that nothing listens on and that this
+# script has not handed out yet, into VAR.
+free_port() {
+  local p=$2
+  while port_in_use "$p" || [[ $TAKEN_PORTS == *" $p "* ]]; do
+    p=$((p + 1))
+    [ "$p" -lt 65535 ] || die "no free port from $2"
+  done
+  TAKEN_PORTS="$TAKEN_PORTS$p "
+  printf -v "$1" '%s' "$p"
+}
+
+# Stop one process we started: SIGTERM, wait up to $2 s, then SIGKILL.
+stop_pid() {
+  local pid=$1 secs=${2:-30} i
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < secs * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    printf '%s: pid %s did not stop after SIGTERM; killing it\n' "${BENCH_NAME:-bench}" "$pid" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+# stop_embedded_postgres DATA_DIR: the service stops its embedded PostgreSQL on shutdown; if
+# it could not (killed), stop the server of that data dir (and only that one).
+stop_embedded_postgres() {
+  local pidfile=$1/postgres/postmaster.pid pgpid i
+  [ -f "$pidfile" ] || return 0
+  pgpid=$(head -n 1 "$pidfile" 2>/dev/null || true)
+  if [[ $pgpid =~ ^[0-9]+$ ]] && kill -0 "$pgpid" 2>/dev/null; then
+    printf '%s: stopping leftover embedded PostgreSQL (pid %s)\n' "${BENCH_NAME:-bench}" "$pgpid" >&2
+    kill -INT "$pgpid" 2>/dev/null || true
+    for ((i = 0; i < 300; i++)); do
+      kill -0 "$pgpid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -0 "$pgpid" 2>/dev/null && kill -KILL "$pgpid" 2>/dev/null || true
+  fi
+}
+
+# Wait until $1 answers HTTP with status $5 (default: any status), while pid $2 is alive.
+wait_http() {
+  local url=$1 pid=$2 name=$3 secs=${4:-180} want=${5:-} i code
+  for ((i = 0; i < secs * 5; i++)); do
+    kill -0 "$pid" 2>/dev/null || die "$name exited during start-up"
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$url" || true)
+    if [ -z "$want" ] && [ "$code" != 000 ]; then return 0; fi
+    if [ -n "$want" ] && [ "$code" = "$want" ]; then return 0; fi
+    sleep 0.2
+  done
+  die "$name did not answer on $url within ${secs}s"
+}
+
+# json_field PATH < json: the string or number at a dotted path, or fail.
+json_field() { node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{let v=JSON.parse(s);for(const k of process.argv[1].split("."))v=v?.[k];if((typeof v!=="string"||!v)&&typeof v!=="number"){process.stderr.write("no "+process.argv[1]+" in: "+s+"\n");process.exit(1)}process.stdout.write(String(v))})' "$1"; }
+
+# run_wrk OUT ARGS...: wrk in the background so that a signal to the script interrupts the
+# wait at once (bash runs traps only between foreground commands); cleanup stops WRK_PID.
+WRK_PID=""
+run_wrk() {
+  local out=$1 status=0
+  shift
+  wrk "$@" >"$out" 2>&1 &
+  WRK_PID=$!
+  wait "$WRK_PID" || status=$?
+  WRK_PID=""
+  return "$status"
+}

@@ -1,0 +1,46 @@
+-- bench/redirect.sh's wrk script. Every thread sends GET {path} (a click) until
+-- BENCH_GET_SECONDS have passed, then HEAD {path} (a redirect that is not a click) until
+-- wrk stops. So no click is in flight when wrk cuts its connections, and the number of
+-- GETs sent is exactly the number of clicks the redirector saw: bench/redirect.sh compares
+-- it with what the analytics count. The User-Agent is a browser's (wrk sends none, and a
+-- request without one is classified as a bot).
+local threads = {}
+
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  gets = 0
+  heads = 0
+  started = os.time()
+  get_seconds = tonumber(os.getenv("BENCH_GET_SECONDS") or "8")
+  path = os.getenv("BENCH_PATH") or "/"
+  local ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+  get_req = wrk.format("GET", path, { ["User-Agent"] = ua })
+  head_req = wrk.format("HEAD", path, { ["User-Agent"] = ua })
+end
+
+function request()
+  if os.time() - started < get_seconds then
+    gets = gets + 1
+    return get_req
+  end
+  heads = heads + 1
+  return head_req
+end
+
+function done(summary, latency, requests)
+  local total_gets, total_heads = 0, 0
+  for _, t in ipairs(threads) do
+    total_gets = total_gets + t:get("gets")
+    total_heads = total_heads + t:get("heads")
+  end
+  local secs = summary.duration / 1e6
+  local e = summary.errors
+  io.write(string.format(
+    'WRK_RESULT {"requests":%d,"gets":%d,"heads":%d,"duration_s":%.3f,"rps":%.1f,"p50_ms":%.3f,"p99_ms":%.3f,"non3xx":%d,"socket_errors":%d}\n',
+    summary.requests, total_gets, total_heads, secs, (summary.requests - e.status) / secs,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000,
+    e.status, e.connect + e.read + e.write + e.timeout))
+end

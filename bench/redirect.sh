@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Redirect throughput, measured in ONE run on this machine (ratios, because absolute numbers
+# move with the machine's noise):
+#   (a) bare      a bare uWebSockets.js server answering every request with a fixed 302
+#   (b) capture   the redirector (its own process) with click capture on
+#   (c) nocapture the same redirector with CLICK_CAPTURE=off
+# then waits until the analytics have drained and compares the clicks sent in (b) with the
+# clicks the analytics count (GET /v1/links/{id}/analytics: clicks + bot_clicks).
+#
+#   bash bench/redirect.sh            (or: npm run bench:redirect)
+#
+# Tunables: BENCH_DURATION (seconds per phase, default 10), BENCH_WARMUP (seconds, default 3),
+# BENCH_THREADS (wrk threads, default 1), BENCH_CONNECTIONS (default 64), BENCH_DRAIN_TIMEOUT
+# (seconds to wait for the analytics, default 120), BENCH_KEEP=1 keeps the temporary dir.
+#
+# The service runs on the embedded default (embedded PostgreSQL and event log, chDB) in a
+# temporary DATA_DIR; the two redirectors attach to its PostgreSQL. The last line on stdout
+# is one JSON object:
+#   {"bare_rps", "capture_rps", "nocapture_rps", "capture_ratio", "nocapture_ratio",
+#    "capture_p99_ms", "clicks_sent", "clicks_counted"}
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BENCH_NAME=bench/redirect.sh
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+ensure_wrk
+command -v curl >/dev/null 2>&1 || die "curl is required"
+[ -d node_modules/tsx ] || die "node_modules is missing: run npm install first"
+
+DURATION=${BENCH_DURATION:-10}
+WARMUP=${BENCH_WARMUP:-3}
+THREADS=${BENCH_THREADS:-1}
+CONNECTIONS=${BENCH_CONNECTIONS:-64}
+DRAIN_TIMEOUT=${BENCH_DRAIN_TIMEOUT:-120}
+[ "$DURATION" -ge 4 ] || die "BENCH_DURATION must be at least 4 (seconds)"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-bench.XXXXXX")
+DATA_DIR_BENCH=$TMP/data
+mkdir -p "$DATA_DIR_BENCH"
+chmod 0711 "$TMP" # the embedded PostgreSQL runs as `postgres` when we are root
+ALL_PID="" BARE_PID="" CAP_PID="" NOCAP_PID=""
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  stop_pid "$WRK_PID" 5
+  stop_pid "$BARE_PID" 10
+  stop_pid "$CAP_PID" 30
+  stop_pid "$NOCAP_PID" 30
+  stop_pid "$ALL_PID" 60
+  stop_embedded_postgres "$DATA_DIR_BENCH"
+  if [ "$status" -ne 0 ]; then
+    for f in all.log bare.log capture.log nocapture.log; do
+      [ -s "$TMP/$f" ] && { printf -- '--- last lines of %s ---\n' "$f" >&2; tail -n 30 "$TMP/$f" >&2 || true; }
+    done
+  fi
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then printf '%s: kept %s\n' "$BENCH_NAME" "$TMP" >&2; else rm -rf "$TMP"; fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port API_PORT 18580
+free_port SHORT_PORT 18581
+free_port MEDIA_PORT 18582
+free_port BARE_PORT 18590
+free_port CAP_PORT 18591
+free_port NOCAP_PORT 18592
+API=http://127.0.0.1:$API_PORT
+
+unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL
+export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT LOG_LEVEL=Warn
+export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
+
+log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase (warm-up ${WARMUP}s)"
+
+start=$(date +%s)
+node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
+ALL_PID=$!
+wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
+log "bench: service up after $(($(date +%s) - start))s (embedded engines in $DATA_DIR)"
+
+ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
+API_KEY=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes links:read,links:write,analytics:read --json |
+  tail -n 1 | json_field key) || die "cli keys create failed"
+
+new_link() {
+  curl -sS --max-time 30 -X POST "$API/v1/links" -H "Authorization: Bearer $API_KEY" \
+    -H "Content-Type: application/json" -H "Idempotency-Key: bench-$1-$$-$RANDOM$RANDOM" \
+    --data "{\"url\":\"https://example.com/bench/$1\",\"custom_slug\":\"$1$$\"}" | json_field data.id
+}
+WARM_ID=$(new_link warm) || die "could not create the warm-up link"
+LINK_ID=$(new_link run) || die "could not create the measured link"
+WARM_PATH=/warm$$
+RUN_PATH=/run$$
+
+# Two redirectors of their own, attached to the service's PostgreSQL and event log.
+SHORT_PORT=$CAP_PORT CLICK_CAPTURE=on node --import tsx apps/redirector/main.ts >"$TMP/capture.log" 2>&1 &
+CAP_PID=$!
+SHORT_PORT=$NOCAP_PORT CLICK_CAPTURE=off node --import tsx apps/redirector/main.ts >"$TMP/nocapture.log" 2>&1 &
+NOCAP_PID=$!
+BARE_PORT=$BARE_PORT node --import tsx bench/bare-uws.ts >"$TMP/bare.log" 2>&1 &
+BARE_PID=$!
+wait_http "http://127.0.0.1:$CAP_PORT$RUN_PATH" "$CAP_PID" "the redirector (capture on)" 120 302
+wait_http "http://127.0.0.1:$NOCAP_PORT$RUN_PATH" "$NOCAP_PID" "the redirector (capture off)" 120 302
+wait_http "http://127.0.0.1:$BARE_PORT/" "$BARE_PID" "the bare uWebSockets.js server" 60 302
+log "bench: redirectors and bare server up; measured link $LINK_ID (slug ${RUN_PATH#/})"
+# The readiness probes above were GETs of the measured link on the capture redirector: one click.
+PROBE_CLICKS=1
+
+# run_phase NAME PORT: warm-up on the warm-up link, then the measured run; sets RESULT_<NAME>.
+run_phase() {
+  local name=$1 port=$2 out=$TMP/wrk-$1.txt line
+  if [ "$WARMUP" -gt 0 ]; then
+    BENCH_PATH=$WARM_PATH BENCH_GET_SECONDS=$WARMUP run_wrk "$TMP/wrk-$name-warm.txt" -t"$THREADS" -c"$CONNECTIONS" \
+      -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk warm-up of $name failed"
+  fi
+  sleep 1
+  BENCH_PATH=$RUN_PATH BENCH_GET_SECONDS=$((DURATION - 2)) run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" \
+    --latency -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk $name failed: $(cat "$out")"
+  line=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
+  [ -n "$line" ] || die "wrk $name printed no result: $(cat "$out")"
+  node -e '
+    const [name, json] = process.argv.slice(1)
+    const r = JSON.parse(json)
+    console.log(`${name.padEnd(9)} ${r.rps.toFixed(1).padStart(9)} req/s   p50 ${r.p50_ms.toFixed(2)} ms   p99 ${r.p99_ms.toFixed(2)} ms   (${r.gets} GET + ${r.heads} HEAD in ${r.duration_s.toFixed(1)} s, errors: status ${r.non3xx}, socket ${r.socket_errors})`)
+    if (r.requests === 0 || r.non3xx + r.socket_errors > 0) process.exit(1)' "$name" "$line" ||
+    die "phase $name had errors (see $out)"
+  printf -v "RESULT_$name" '%s' "$line"
+}
+
+log "bench: GET {short_base}/{slug} for $((DURATION - 2))s, then HEAD (not a click) for the last 2s of each phase"
+run_phase bare "$BARE_PORT"
+run_phase capture "$CAP_PORT"
+run_phase nocapture "$NOCAP_PORT"
+
+CLICKS_SENT=$(($(printf '%s' "$RESULT_capture" | json_field gets) + PROBE_CLICKS))
+log "bench: waiting for the analytics to count $CLICKS_SENT clicks (at most ${DRAIN_TIMEOUT}s)"
+drain_start=$(date +%s)
+COUNTED=0
+while :; do
+  body=$(curl -sS --max-time 30 -H "Authorization: Bearer $API_KEY" "$API/v1/links/$LINK_ID/analytics?granularity=day") || body=""
+  COUNTED=$(printf '%s' "$body" | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{try{const t=JSON.parse(s).data.totals;console.log(t.clicks+t.bot_clicks)}catch{console.log(-1)}})')
+  [ "$COUNTED" -ge "$CLICKS_SENT" ] && break
+  [ $(($(date +%s) - drain_start)) -lt "$DRAIN_TIMEOUT" ] || break
+  sleep 1
+done
+log "bench: analytics count $COUNTED of $CLICKS_SENT clicks after $(($(date +%s) - drain_start))s"
+
+node -e '
+  const [b, c, n] = process.argv.slice(1, 4).map((s) => JSON.parse(s))
+  const [sent, counted] = process.argv.slice(4).map(Number)
+  const round = (x, d) => Number(x.toFixed(d))
+  console.log(`ratios: capture/bare ${(c.rps / b.rps).toFixed(3)} (target >= 0.70), nocapture/bare ${(n.rps / b.rps).toFixed(3)} (target >= 0.90); clicks ${counted === sent ? "exact" : "MISMATCH"}`)
+  console.log(JSON.stringify({
+    bare_rps: round(b.rps, 1), capture_rps: round(c.rps, 1), nocapture_rps: round(n.rps, 1),
+    capture_ratio: round(c.rps / b.rps, 4), nocapture_ratio: round(n.rps / b.rps, 4),
+    capture_p99_ms: round(c.p99_ms, 3), clicks_sent: sent, clicks_counted: counted
+  }))
+' "$RESULT_bare" "$RESULT_capture" "$RESULT_nocapture" "$CLICKS_SENT" "$COUNTED"
