@@ -1,0 +1,79 @@
+import { PgClient } from "@effect/sql-pg"
+import { Duration, Effect, Exit, Layer, Queue, Schedule } from "effect"
+import { EventLog } from "../domain/EventLog.js"
+import { listenInBackground } from "./eventlog/Embedded.js"
+import { backoff, POLL_INTERVAL_MS } from "./eventlog/Shared.js"
+
+/** The advisory lock that makes one relay at a time publish (so the log gets the outbox order). */
+export const RELAY_LOCK_ID = 7_301_004_001n
+
+const BATCH = 500
+export const RETENTION_DAYS = 7
+
+/**
+ * Publishes outbox rows to the event log in `seq` order and marks them published, in one
+ * transaction per batch under a transaction-scoped advisory lock. With the embedded log the
+ * publish joins that transaction (exactly once); with Kafka a crash between publish and
+ * commit publishes the batch again (consumers deduplicate by event id).
+ */
+const make = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+  const log = yield* EventLog
+
+  /** Rows published, or undefined when another relay holds the lock. */
+  const relayBatch = Effect.gen(function* () {
+    const [lock] = yield* sql<{ locked: boolean }>`
+      SELECT pg_try_advisory_xact_lock(${RELAY_LOCK_ID.toString()}::bigint) AS locked`
+    if (!lock?.locked) return undefined
+    const rows = yield* sql<{ seq: string; topic: string; key: string; event: unknown }>`
+      SELECT seq, topic, key, event FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT ${BATCH}`
+    if (rows.length === 0) return 0
+    const byTopic = new Map<string, Array<{ key: string; value: string }>>()
+    for (const row of rows) {
+      const list = byTopic.get(row.topic) ?? []
+      list.push({ key: row.key, value: JSON.stringify(row.event) })
+      byTopic.set(row.topic, list)
+    }
+    for (const [topic, records] of byTopic) yield* log.publish(topic, records)
+    yield* sql.unsafe(`UPDATE outbox SET published_at = now() WHERE seq = ANY($1::bigint[])`, [rows.map((r) => r.seq)])
+    return rows.length
+  }).pipe(sql.withTransaction)
+
+  const wake = yield* Queue.sliding<void>(1)
+  yield* listenInBackground(sql, "outbox", yield* Effect.scope, () => wake.unsafeOffer(undefined))
+  const waitForWork = Queue.take(wake).pipe(
+    Effect.timeoutOption(POLL_INTERVAL_MS),
+    Effect.zipRight(Queue.takeAll(wake)),
+    Effect.asVoid
+  )
+
+  const loop = Effect.gen(function* () {
+    let failures = 0
+    while (true) {
+      const exit = yield* Effect.exit(relayBatch)
+      if (Exit.isSuccess(exit)) {
+        failures = 0
+        // A full batch: there may be more at once.
+        if (exit.value !== BATCH) yield* waitForWork
+      } else if (Exit.isInterrupted(exit)) {
+        return yield* exit
+      } else {
+        failures++
+        yield* Effect.logWarning(
+          `outbox relay: publish failed (attempt ${failures}); rows stay unpublished`,
+          exit.cause
+        )
+        yield* Effect.sleep(backoff(failures))
+      }
+    }
+  })
+  yield* Effect.forkScoped(loop)
+
+  yield* sql`DELETE FROM outbox WHERE published_at < now() - make_interval(days => ${RETENTION_DAYS})`.pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("outbox purge failed", cause)),
+    Effect.repeat(Schedule.spaced(Duration.hours(1))),
+    Effect.forkScoped
+  )
+})
+
+export const OutboxRelayLive: Layer.Layer<never, never, PgClient.PgClient | EventLog> = Layer.scopedDiscard(make)
