@@ -1,0 +1,135 @@
+import { Cause, Config, Context, Effect, Layer, Runtime } from "effect"
+import { AppConfig } from "../../infra/AppConfig.js"
+import { type ClickBuffer, makeClickCapture } from "./Clicks.js"
+import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "./HttpServer.js"
+import { SlugTable, startSlugTable } from "./SlugTable.js"
+import { makeVisitorSecrets } from "./VisitorSecrets.js"
+
+const NO_STORE = "private, no-store"
+const HTML = "text/html; charset=utf-8"
+const TEXT = "text/plain; charset=utf-8"
+
+export const NOT_FOUND_PAGE =
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Link not found</title></head>' +
+  "<body><h1>Link not found</h1><p>This short link does not exist or is no longer active.</p></body></html>\n"
+
+const notFound = (ex: HttpExchange) =>
+  ex
+    .writeStatus(404)
+    .writeHeader("Content-Type", HTML)
+    .writeHeader("Cache-Control", NO_STORE)
+    .writeHeader("X-Content-Type-Options", "nosniff")
+    .end(NOT_FOUND_PAGE)
+
+/**
+ * Everything that is not a redirect. /healthz and /readyz are reserved slugs
+ * (domain/Link.ts), so no link can shadow them and they are looked at only after a miss.
+ */
+const otherwise = (ex: HttpExchange, table: SlugTable) => {
+  if (ex.method !== "GET" && ex.method !== "HEAD") {
+    ex.writeStatus(405).writeHeader("Allow", "GET, HEAD").writeHeader("Content-Type", TEXT).end("Method Not Allowed\n")
+  } else if (ex.path === "/healthz") {
+    ex.writeStatus(200).writeHeader("Content-Type", TEXT).writeHeader("Cache-Control", "no-store").end("ok\n")
+  } else if (ex.path === "/readyz") {
+    if (table.ready)
+      ex.writeStatus(200).writeHeader("Content-Type", TEXT).writeHeader("Cache-Control", "no-store").end("ready\n")
+    else ex.writeStatus(503).writeHeader("Content-Type", TEXT).writeHeader("Retry-After", "1").end("loading links\n")
+  } else if (!table.ready) {
+    ex.writeStatus(503)
+      .writeHeader("Content-Type", TEXT)
+      .writeHeader("Retry-After", "1")
+      .writeHeader("Cache-Control", NO_STORE)
+      .end("Starting up, try again in a moment.\n")
+  } else {
+    notFound(ex)
+  }
+}
+
+/**
+ * The request path: one map lookup, a few header writes and, for a GET, one push into the
+ * click buffer. No database, no Effect, no parsing.
+ */
+export const makeRedirectHandler = (
+  table: SlugTable,
+  clicks: ClickBuffer | undefined,
+  countryHeader: string
+): HttpHandler => {
+  const byPath = table.byPath
+  return (ex) => {
+    const entry = byPath.get(ex.path)
+    if (entry !== undefined) {
+      const method = ex.method
+      if (method === "GET" || method === "HEAD") {
+        const now = Date.now()
+        if (now <= entry.expiresAt) {
+          if (clicks !== undefined && method === "GET") {
+            clicks.record(
+              entry,
+              now,
+              ex.remoteAddress(),
+              ex.header("user-agent"),
+              ex.header("referer"),
+              countryHeader === "" ? "" : ex.header(countryHeader)
+            )
+          }
+          ex.writeStatus(302).writeHeader("Location", entry.location).writeHeader("Cache-Control", NO_STORE).end("")
+          return
+        }
+        return notFound(ex)
+      }
+    }
+    otherwise(ex, table)
+  }
+}
+
+/** CLICK_CAPTURE: `on` (default) or `off` (for the benchmark's comparison). */
+export const clickCaptureConfig = Config.string("CLICK_CAPTURE").pipe(
+  Config.validate({ message: "must be on or off", validation: (s) => ["on", "off"].includes(s.trim().toLowerCase()) }),
+  Config.map((s) => s.trim().toLowerCase() === "on"),
+  Config.withDefault(true)
+)
+
+export interface RedirectorShape {
+  readonly engine: HttpEngine
+  readonly port: number
+  readonly table: SlugTable
+  /** Undefined when CLICK_CAPTURE=off. */
+  readonly clicks: ClickBuffer | undefined
+}
+
+const make = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const capture = yield* clickCaptureConfig
+  const table = new SlugTable()
+  // Acquired before the server, so released after it: the last clicks are published once
+  // nothing can add more.
+  const clicks = capture ? yield* makeClickCapture(yield* makeVisitorSecrets) : undefined
+  const runtime = yield* Effect.runtime<never>()
+  const server = yield* serveHttp({
+    host: "0.0.0.0",
+    port: config.shortPort,
+    handler: makeRedirectHandler(table, clicks, config.countryHeader),
+    onError: (error) => Runtime.runFork(runtime)(Effect.logError("redirect handler failed", Cause.die(error)))
+  })
+  if (server.fallbackReason !== undefined) {
+    yield* Effect.logWarning(`redirector falls back to node:http: ${server.fallbackReason}`)
+  }
+  yield* Effect.logInfo(
+    `redirector listening on 0.0.0.0:${server.port} (${server.engine}), click capture ${capture ? "on" : "off"}`
+  )
+  yield* Effect.addFinalizer(() => Effect.logInfo("redirector stopping: closing the listener, then flushing clicks"))
+  yield* startSlugTable(table)
+  return { engine: server.engine, port: server.port, table, clicks } satisfies RedirectorShape
+})
+
+export class Redirector extends Context.Tag("Redirector")<Redirector, RedirectorShape>() {}
+
+/**
+ * The short host: serves {short_base}/{slug} on SHORT_PORT (0.0.0.0) from the in-memory slug
+ * table, which it loads at start and keeps following; closing stops the listener, then
+ * publishes the clicks still buffered. Needs AppConfig, PgClient and EventLog.
+ */
+export const RedirectorLive = Layer.scopedDiscard(make)
+
+/** RedirectorLive, also handing out what it runs (port, engine, table): for tests and banners. */
+export const RedirectorLayer = Layer.scoped(Redirector, make)

@@ -1,0 +1,156 @@
+import { PgClient } from "@effect/sql-pg"
+import { Effect } from "effect"
+import { EventLog } from "../../domain/EventLog.js"
+import { LinkEvent, Topics } from "../../domain/Events.js"
+import { isReservedSlug } from "../../domain/Link.js"
+import { prepareLocation } from "./Location.js"
+
+/** What a redirect needs, prepared when the link enters the table, never per request. */
+export interface SlugEntry {
+  /** The Location header: destination with UTM merged, visible ASCII only. */
+  readonly location: string
+  readonly linkId: string
+  readonly accountId: string
+  /** ms since the epoch after which the link answers 404; Infinity when it never expires. */
+  readonly expiresAt: number
+}
+
+/** A link's whole state, as both the links table and every links.v1 event carry it. */
+export interface LinkState {
+  readonly id: string
+  readonly accountId: string
+  readonly slug: string
+  readonly destinationUrl: string
+  readonly active: boolean
+  readonly utm: Readonly<Record<string, string>> | null
+  /** ms since the epoch, or null. */
+  readonly expiresAt: number | null
+  /** ms since the epoch: the version of this state. */
+  readonly updatedAt: number
+}
+
+/**
+ * The redirector's in-memory projection of links.v1: path ("/" + slug) to prepared answer.
+ * Every link ever seen keeps its `updatedAt`, disabled ones included, so a late event with
+ * an older state (replayed after the database load already had a newer one) changes nothing.
+ */
+export class SlugTable {
+  /** Active links only, keyed by request path. The hot path reads this map and nothing else. */
+  readonly byPath = new Map<string, SlugEntry>()
+  private readonly versions = new Map<string, { readonly path: string; readonly updatedAt: number }>()
+  /** Set once the database load has finished. */
+  ready = false
+
+  get size(): number {
+    return this.byPath.size
+  }
+
+  /** Applies a state unless the table holds a newer one; says whether it applied. */
+  apply(state: LinkState): boolean {
+    const held = this.versions.get(state.id)
+    if (held !== undefined && state.updatedAt < held.updatedAt) return false
+    const path = `/${state.slug}`
+    if (held !== undefined && held.path !== path) this.removePath(held.path, state.id)
+    this.versions.set(state.id, { path, updatedAt: state.updatedAt })
+    // Reserved slugs (healthz, readyz, …) are the short host's own paths: never a redirect,
+    // even for a row written before its slug was reserved. Checked here, not per request.
+    const location =
+      state.active && !isReservedSlug(state.slug) ? prepareLocation(state.destinationUrl, state.utm) : null
+    if (location === null) {
+      this.removePath(path, state.id)
+    } else {
+      this.byPath.set(path, {
+        location,
+        linkId: state.id,
+        accountId: state.accountId,
+        expiresAt: state.expiresAt ?? Number.POSITIVE_INFINITY
+      })
+    }
+    return true
+  }
+
+  private removePath(path: string, linkId: string) {
+    if (this.byPath.get(path)?.linkId === linkId) this.byPath.delete(path)
+  }
+}
+
+const parseTime = (iso: string | null): number | null => {
+  if (iso === null) return null
+  const ms = Date.parse(iso)
+  return Number.isNaN(ms) ? null : ms
+}
+
+/** The state a links.v1 event carries. */
+export const stateOfEvent = (event: LinkEvent): LinkState => ({
+  id: event.data.id,
+  accountId: event.account_id,
+  slug: event.data.slug,
+  destinationUrl: event.data.destination_url,
+  active: event.data.publication_status === "active",
+  utm: event.data.utm,
+  expiresAt: parseTime(event.data.expires_at),
+  updatedAt: parseTime(event.data.updated_at) ?? 0
+})
+
+interface LinkRow {
+  readonly seq: string
+  readonly id: string
+  readonly account_id: string
+  readonly slug: string
+  readonly destination_url: string
+  readonly status: string
+  readonly utm: Record<string, string> | null
+  readonly expires_at: Date | null
+  readonly updated_at: Date
+}
+
+const PAGE = 5000
+
+/** Every link in PostgreSQL, in keyset pages by seq so memory stays flat while loading. */
+export const loadLinks = (table: SlugTable) =>
+  Effect.gen(function* () {
+    const sql = yield* PgClient.PgClient
+    let after = "0"
+    let count = 0
+    while (true) {
+      const rows = yield* sql<LinkRow>`
+        SELECT seq, id, account_id, slug, destination_url, status, utm, expires_at, updated_at
+        FROM links WHERE seq > ${after} ORDER BY seq LIMIT ${PAGE}`
+      for (const r of rows) {
+        table.apply({
+          id: r.id,
+          accountId: r.account_id,
+          slug: r.slug,
+          destinationUrl: r.destination_url,
+          active: r.status === "active",
+          utm: r.utm,
+          expiresAt: r.expires_at === null ? null : r.expires_at.getTime(),
+          // Events carry milliseconds: compare at the same precision (Date already truncates).
+          updatedAt: r.updated_at.getTime()
+        })
+      }
+      count += rows.length
+      if (rows.length < PAGE) return count
+      after = String(rows[rows.length - 1]!.seq)
+    }
+  })
+
+/**
+ * Fills the table so that no change is missed: the log's end offsets first, then every link
+ * from PostgreSQL, then the log from those offsets on. A change committed during the load is
+ * both in the rows and in the log after the offsets; the version check keeps the newer one.
+ * Ready once the load is done; following then runs until the scope closes.
+ */
+export const startSlugTable = (table: SlugTable) =>
+  Effect.gen(function* () {
+    const log = yield* EventLog
+    const offsets = yield* log.endOffsets(Topics.links)
+    const loaded = yield* loadLinks(table)
+    table.ready = true
+    yield* Effect.logInfo(`slug table loaded: ${loaded} links (${table.size} active)`)
+    yield* log.follow({ topic: Topics.links, startAt: { _tag: "Offsets", offsets } }, LinkEvent, (batch) =>
+      Effect.sync(() => {
+        for (const { event } of batch.events) table.apply(stateOfEvent(event))
+      })
+    )
+  })

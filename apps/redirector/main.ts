@@ -1,0 +1,15 @@
+import { Config, Layer } from "effect"
+import { AppConfig } from "../../infra/AppConfig.js"
+import { DatabaseLive } from "../../infra/Database.js"
+import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
+import { runMain } from "../../infra/Main.js"
+import { httpEngineConfig } from "./HttpServer.js"
+import { clickCaptureConfig, RedirectorLive } from "./Redirector.js"
+
+// Every setting is read first (AppConfig, HTTP_ENGINE, CLICK_CAPTURE), so a bad one stops
+// start-up before the database starts.
+const Settings = Layer.merge(AppConfig.layer, Layer.effectDiscard(Config.all([httpEngineConfig, clickCaptureConfig])))
+
+// The short host on its own (`npm run start:redirector`): as many copies as needed, each with
+// its own slug table, all sharing PostgreSQL and the event log.
+runMain(RedirectorLive.pipe(Layer.provide(EventLogLive), Layer.provide(DatabaseLive), Layer.provide(Settings)))

@@ -1,0 +1,602 @@
+import {
+  ConfigProvider,
+  Context,
+  Effect,
+  Exit,
+  Layer,
+  Logger,
+  LogLevel,
+  ManagedRuntime,
+  Option,
+  Redacted,
+  Scope
+} from "effect"
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { dayString, utcDay, visitorHash } from "../../apps/redirector/ClickClassify.js"
+import { makeClickCapture } from "../../apps/redirector/Clicks.js"
+import { Redirector, RedirectorLayer } from "../../apps/redirector/Redirector.js"
+import { EventLog, EventLogError, type LogRecord, type OutgoingRecord } from "../../domain/EventLog.js"
+import { ClickRecorded, Topics } from "../../domain/Events.js"
+import { AppConfig } from "../../infra/AppConfig.js"
+import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
+import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { embeddedEventLogLayer, kafkaEventLogLayer, testDatabaseLayer, testKafkaBrokers } from "../support/eventlog.js"
+import { sleep } from "../support/http.js"
+
+const CHROME =
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+const SLACKBOT = "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"
+
+/** The outbox relay and an event log on the API's database: what the redirector follows. */
+const infraLayer = (databaseUrl: string, brokers: ReadonlyArray<string> | undefined) =>
+  OutboxRelayLive.pipe(
+    Layer.provideMerge(
+      brokers === undefined
+        ? embeddedEventLogLayer(databaseUrl)
+        : Layer.merge(kafkaEventLogLayer(brokers), testDatabaseLayer(databaseUrl))
+    ),
+    Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+  )
+
+interface Env {
+  readonly api: TestApi
+  readonly account: TestAccount
+  readonly infra: ManagedRuntime.ManagedRuntime<Layer.Layer.Success<ReturnType<typeof infraLayer>>, unknown>
+}
+
+/** The real API on a fresh database, its outbox relay and the log (embedded, or Kafka on `brokers`). */
+const useEnv = (brokers?: ReadonlyArray<string>) => {
+  let current: Env | undefined
+  beforeAll(async () => {
+    const api = await startTestApi()
+    const infra = ManagedRuntime.make(infraLayer(api.databaseUrl, brokers))
+    await infra.runPromise(Effect.void)
+    current = { api, account: await api.newAccount(), infra }
+  })
+  afterAll(async () => {
+    await current?.infra.dispose()
+    await current?.api.close()
+  })
+  return () => current!
+}
+
+interface Running {
+  readonly base: string
+  readonly info: Context.Tag.Service<Redirector>
+  readonly close: () => Promise<void>
+}
+
+/** A redirector on a random port over the env's log and database, on the given engine. */
+const startRedirector = (env: Env, engine: "uws" | "node"): Promise<Running> =>
+  env.infra.runPromise(
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const config = AppConfig.make({
+        databaseUrl: Option.some(Redacted.make(env.api.databaseUrl)),
+        shortPort: 0,
+        countryHeader: "cf-ipcountry"
+      })
+      const context = yield* Layer.buildWithScope(
+        RedirectorLayer.pipe(Layer.provide(config), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))),
+        scope
+      ).pipe(
+        Effect.withConfigProvider(
+          ConfigProvider.fromMap(new Map([["HTTP_ENGINE", engine]])).pipe(
+            ConfigProvider.orElse(() => ConfigProvider.fromEnv())
+          )
+        )
+      )
+      const info = Context.get(context, Redirector)
+      return {
+        base: `http://127.0.0.1:${info.port}`,
+        info,
+        close: () => env.infra.runPromise(Scope.close(scope, Exit.void))
+      }
+    })
+  )
+
+const createLink = async (env: Env, url: string) => {
+  const r = await call(`${env.api.api}/links`, { method: "POST", key: env.account.key, body: { url } })
+  expect(r.status, r.text).toBe(201)
+  return r.json.data as { id: string; slug: string; updated_at: string }
+}
+
+const hit = async (url: string, init: { method?: string; headers?: Record<string, string> } = {}) => {
+  const res = await fetch(url, { redirect: "manual", ...init })
+  const body = await res.text()
+  return { status: res.status, headers: res.headers, body }
+}
+
+/** Polls until `check` stops throwing; returns how long it took (ms). */
+const eventually = async (check: () => Promise<void>, timeoutMs = 10_000) => {
+  const started = Date.now()
+  for (;;) {
+    try {
+      await check()
+      return Date.now() - started
+    } catch (error) {
+      if (Date.now() - started > timeoutMs) throw error
+      await sleep(25)
+    }
+  }
+}
+
+/** Every clicks.v1 event of a link, read back from the log, raw record beside it. */
+const clicksOf = (env: Env, linkId: string) =>
+  env.infra.runPromise(
+    Effect.gen(function* () {
+      const log = yield* EventLog
+      const found: Array<{ event: ClickRecorded; record: LogRecord }> = []
+      yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickRecorded, (batch) =>
+        Effect.sync(() => {
+          for (const e of batch.events) if (e.event.data.link_id === linkId) found.push(e)
+        })
+      )
+      return found
+    })
+  )
+
+const env = useEnv()
+
+describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) => {
+  let r: Running
+  /** From an API change to the short host showing it, for the report. */
+  const latencies: Array<number> = []
+  beforeAll(async () => {
+    r = await startRedirector(env(), engine)
+  })
+  afterAll(async () => {
+    await r?.close()
+    if (latencies.length > 0) console.info(`${engine}: change-to-visible latencies (ms): ${latencies.join(", ")}`)
+  })
+
+  it("runs on the engine it was asked for, healthy and ready once the slug table is loaded", async () => {
+    expect(r.info.engine).toBe(engine === "uws" ? "uWebSockets.js" : "node:http")
+    expect((await hit(`${r.base}/healthz`)).status).toBe(200)
+    const ready = await hit(`${r.base}/readyz`)
+    expect(ready.status).toBe(200)
+    expect(r.info.table.ready).toBe(true)
+  })
+
+  it("a new link answers 302 with its destination and Cache-Control: private, no-store, and an empty body", async () => {
+    const link = await createLink(env(), "https://example.com/landing?x=1")
+    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302))
+    const res = await hit(`${r.base}/${link.slug}?ignored=1`)
+    expect(res.status).toBe(302)
+    expect(res.headers.get("location")).toBe("https://example.com/landing?x=1")
+    expect(res.headers.get("cache-control")).toBe("private, no-store")
+    expect(res.body).toBe("")
+  })
+
+  it("UTM options are added to the destination without replacing parameters it already has", async () => {
+    const link = await createLink(env(), "https://example.com/p?utm_source=own#frag")
+    const patched = await call(`${env().api.api}/links/${link.id}/options`, {
+      method: "PATCH",
+      key: env().account.key,
+      body: { utm: { utm_source: "news", utm_medium: "email" } }
+    })
+    expect(patched.status, patched.text).toBe(200)
+    await eventually(async () =>
+      expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe(
+        "https://example.com/p?utm_source=own&utm_medium=email#frag"
+      )
+    )
+  })
+
+  it("a changed destination is live on the short host, well within the budget of 1 s", async () => {
+    const link = await createLink(env(), "https://example.com/before")
+    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302))
+    const patched = await call(`${env().api.api}/links/${link.id}`, {
+      method: "PATCH",
+      key: env().account.key,
+      body: { url: "https://example.com/after" }
+    })
+    expect(patched.status, patched.text).toBe(200)
+    // Polled with slack: a loaded machine must not fail this; the latency is reported.
+    latencies.push(
+      await eventually(async () =>
+        expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe("https://example.com/after")
+      )
+    )
+  })
+
+  it("a deleted (disabled) link answers the 404 page", async () => {
+    const link = await createLink(env(), "https://example.com/doomed")
+    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302))
+    const deleted = await call(`${env().api.api}/links/${link.id}`, { method: "DELETE", key: env().account.key })
+    expect(deleted.status, deleted.text).toBe(200)
+    latencies.push(
+      await eventually(async () => {
+        const res = await hit(`${r.base}/${link.slug}`)
+        expect(res.status).toBe(404)
+        expect(res.headers.get("content-type")).toMatch(/^text\/html/)
+        expect(res.headers.get("location")).toBeNull()
+      })
+    )
+  })
+
+  it("an expired link answers 404 from its expiry on, without any new event", async () => {
+    const link = await createLink(env(), "https://example.com/soon-gone")
+    const expiresAt = new Date(Date.now() + 1500)
+    const patched = await call(`${env().api.api}/links/${link.id}/options`, {
+      method: "PATCH",
+      key: env().account.key,
+      body: { expires_at: expiresAt.toISOString() }
+    })
+    expect(patched.status, patched.text).toBe(200)
+    await eventually(async () => expect(r.info.table.byPath.get(`/${link.slug}`)?.expiresAt).toBe(expiresAt.getTime()))
+    await sleep(Math.max(0, expiresAt.getTime() - Date.now() + 50))
+    expect((await hit(`${r.base}/${link.slug}`)).status).toBe(404)
+    expect((await hit(`${r.base}/${link.slug}`, { method: "HEAD" })).status).toBe(404)
+  })
+
+  it("an unknown slug answers 404 with a small HTML page that is not cached", async () => {
+    const res = await hit(`${r.base}/NoSuchSlug42`)
+    expect(res.status).toBe(404)
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8")
+    expect(res.headers.get("cache-control")).toBe("private, no-store")
+    expect(res.body).toMatch(/<title>Link not found<\/title>/)
+    expect(res.body.length).toBeLessThan(1024)
+  })
+
+  it("other methods than GET and HEAD answer 405 and redirect nowhere", async () => {
+    const link = await createLink(env(), "https://example.com/post")
+    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302))
+    const res = await hit(`${r.base}/${link.slug}`, { method: "POST" })
+    expect(res.status).toBe(405)
+    expect(res.headers.get("allow")).toBe("GET, HEAD")
+    expect(res.headers.get("location")).toBeNull()
+  })
+
+  it("a GET is a click: a clicks.v1 event with the privacy fields only, no address and no user agent", async () => {
+    const link = await createLink(env(), "https://example.com/clicked")
+    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    const before = Date.now()
+    const res = await hit(`${r.base}/${link.slug}`, {
+      headers: { "user-agent": CHROME, referer: "https://News.Example.org/story?id=7", "cf-ipcountry": "de" }
+    })
+    expect(res.status).toBe(302)
+    let clicks: Awaited<ReturnType<typeof clicksOf>> = []
+    await eventually(async () => {
+      clicks = await clicksOf(env(), link.id)
+      expect(clicks.length).toBe(1)
+    })
+    const { event, record } = clicks[0]!
+    expect(record.key).toBe(link.id)
+    expect(event.type).toBe("click.recorded")
+    expect(event.version).toBe(1)
+    expect(event.account_id).toBe(env().account.accountId)
+    expect(Date.parse(event.occurred_at)).toBeGreaterThanOrEqual(before - 5)
+    expect(Date.parse(event.occurred_at)).toBeLessThanOrEqual(Date.now())
+    expect(event.data).toEqual({
+      link_id: link.id,
+      country: "DE",
+      referrer_host: "news.example.org",
+      device: "desktop",
+      browser: "Chrome",
+      bot: false,
+      visitor: expect.stringMatching(/^[0-9a-f]{16}$/)
+    })
+    // Nothing beyond the envelope and the click fields, and no trace of who clicked.
+    const raw = JSON.parse(record.value)
+    expect(Object.keys(raw).sort()).toEqual(["account_id", "data", "id", "occurred_at", "type", "version"])
+    expect(Object.keys(raw.data).sort()).toEqual(
+      ["browser", "bot", "country", "device", "link_id", "referrer_host", "visitor"].sort()
+    )
+    expect(record.value).not.toContain("127.0.0.1")
+    expect(record.value).not.toContain(CHROME)
+    expect(record.value).not.toContain("Mozilla")
+    expect(record.value).not.toContain("story?id=7")
+  })
+
+  it("the same visitor gets the same visitor hash on the same day; another user agent another", async () => {
+    const link = await createLink(env(), "https://example.com/twice")
+    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
+    await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
+    await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": `${CHROME} Other/1.0` } })
+    let clicks: Awaited<ReturnType<typeof clicksOf>> = []
+    await eventually(async () => {
+      clicks = await clicksOf(env(), link.id)
+      expect(clicks.length).toBe(3)
+    })
+    const visitors = clicks.map((c) => c.event.data.visitor)
+    expect(visitors[0]).toBe(visitors[1])
+    expect(visitors[2]).not.toBe(visitors[0])
+    expect(new Set(clicks.map((c) => c.event.id)).size).toBe(3)
+  })
+
+  it("a link-preview fetcher's GET is a click with bot: true", async () => {
+    const link = await createLink(env(), "https://example.com/previewed")
+    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    expect((await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": SLACKBOT } })).status).toBe(302)
+    await eventually(async () => {
+      const clicks = await clicksOf(env(), link.id)
+      expect(clicks.length).toBe(1)
+      expect(clicks[0]!.event.data.bot).toBe(true)
+      expect(clicks[0]!.event.data.country).toBeNull()
+      expect(clicks[0]!.event.data.referrer_host).toBeNull()
+    })
+  })
+
+  it("HEAD redirects without a body and is not a click", async () => {
+    const headed = await createLink(env(), "https://example.com/headed")
+    const marker = await createLink(env(), "https://example.com/marker")
+    await eventually(async () => {
+      expect(r.info.table.byPath.has(`/${headed.slug}`)).toBe(true)
+      expect(r.info.table.byPath.has(`/${marker.slug}`)).toBe(true)
+    })
+    const res = await hit(`${r.base}/${headed.slug}`, { method: "HEAD", headers: { "user-agent": CHROME } })
+    expect(res.status).toBe(302)
+    expect(res.headers.get("location")).toBe("https://example.com/headed")
+    expect(res.headers.get("cache-control")).toBe("private, no-store")
+    expect(res.body).toBe("")
+    // Clicks are published in order: once the later GET's click is in the log, a click
+    // of the HEAD would be too.
+    await hit(`${r.base}/${marker.slug}`, { headers: { "user-agent": CHROME } })
+    await eventually(async () => expect((await clicksOf(env(), marker.id)).length).toBe(1))
+    expect(await clicksOf(env(), headed.id)).toEqual([])
+  })
+
+  it("HEAD and GET share one keep-alive connection without a stray body between them", async () => {
+    const link = await createLink(env(), "https://example.com/keepalive")
+    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    const { port } = new URL(r.base)
+    const net = await import("node:net")
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), "127.0.0.1", () =>
+        socket.write(
+          `HEAD /NoSuchSlug42 HTTP/1.1\r\nHost: x\r\n\r\nGET /${link.slug} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`
+        )
+      )
+      let out = ""
+      socket.on("data", (d) => {
+        out += d.toString("latin1")
+      })
+      socket.on("error", reject)
+      socket.on("close", () => resolve(out))
+    })
+    const responses = text.split(/(?=HTTP\/1\.1 )/)
+    expect(responses.map((x) => x.split("\r\n")[0])).toEqual(["HTTP/1.1 404 Not Found", "HTTP/1.1 302 Found"])
+    expect(responses[0]!.endsWith("\r\n\r\n")).toBe(true)
+  })
+
+  it("clicks still buffered when the redirector closes are published before it is gone", async () => {
+    const link = await createLink(env(), "https://example.com/last-click")
+    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    expect((await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })).status).toBe(302)
+    await r.close()
+    expect((await clicksOf(env(), link.id)).length).toBe(1)
+    r = await startRedirector(env(), engine)
+  })
+
+  it("a restarted redirector finds every link again, loaded from PostgreSQL", async () => {
+    const kept = await createLink(env(), "https://example.com/kept")
+    const changed = await createLink(env(), "https://example.com/old")
+    const gone = await createLink(env(), "https://example.com/gone")
+    await call(`${env().api.api}/links/${changed.id}`, {
+      method: "PATCH",
+      key: env().account.key,
+      body: { url: "https://example.com/new" }
+    })
+    await call(`${env().api.api}/links/${gone.id}`, { method: "DELETE", key: env().account.key })
+    await eventually(async () => expect(r.info.table.byPath.has(`/${gone.slug}`)).toBe(false))
+    const activeBefore = r.info.table.size
+    const oldBase = r.base
+    await r.close()
+    // The listener is gone: a new connection is refused.
+    const net = await import("node:net")
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(Number(new URL(oldBase).port), "127.0.0.1")
+      socket.on("connect", () => {
+        socket.destroy()
+        resolve(false)
+      })
+      socket.on("error", () => resolve(true))
+    })
+    expect(refused).toBe(true)
+    r = await startRedirector(env(), engine)
+    // Follows from the end of the log: whatever it has, it loaded from the database.
+    expect(r.info.table.size).toBe(activeBefore)
+    expect((await hit(`${r.base}/${kept.slug}`)).headers.get("location")).toBe("https://example.com/kept")
+    expect((await hit(`${r.base}/${changed.slug}`)).headers.get("location")).toBe("https://example.com/new")
+    expect((await hit(`${r.base}/${gone.slug}`)).status).toBe(404)
+  })
+})
+
+describe("visitor secrets (shared through PostgreSQL, rotated daily)", () => {
+  const query = async <T>(text: string, values: Array<unknown> = []) => {
+    const client = new pg.Client({ connectionString: env().api.databaseUrl })
+    await client.connect()
+    try {
+      return (await client.query(text, values)).rows as Array<T>
+    } finally {
+      await client.end()
+    }
+  }
+
+  it("every instance hashes with the same stored secret of the day, and days before yesterday are deleted", async () => {
+    const today = utcDay(Date.now())
+    await query("DELETE FROM visitor_secrets")
+    await query("INSERT INTO visitor_secrets (day, secret) VALUES ($1, $2), ($3, $4)", [
+      dayString(today - 3),
+      Buffer.alloc(32, 3),
+      dayString(today - 1),
+      Buffer.alloc(32, 1)
+    ])
+    const [one, two] = await Promise.all([startRedirector(env(), "uws"), startRedirector(env(), "node")])
+    try {
+      const link = await createLink(env(), "https://example.com/secret")
+      await eventually(async () => {
+        expect(one.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+        expect(two.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      })
+      await Promise.all([
+        hit(`${one.base}/${link.slug}`, { headers: { "user-agent": CHROME } }),
+        hit(`${two.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
+      ])
+      let clicks: Awaited<ReturnType<typeof clicksOf>> = []
+      await eventually(async () => {
+        clicks = await clicksOf(env(), link.id)
+        expect(clicks.length).toBe(2)
+      })
+      const rows = await query<{ day: string; secret: Buffer }>(
+        "SELECT to_char(day, 'YYYY-MM-DD') AS day, secret FROM visitor_secrets ORDER BY day"
+      )
+      expect(rows.map((r) => r.day)).toEqual([dayString(today - 1), dayString(today)])
+      // A click just before midnight UTC may have used the next day's secret: compare by its own day.
+      const secretOf = (iso: string) => rows.find((r) => r.day === dayString(utcDay(Date.parse(iso))))!.secret
+      for (const { event } of clicks) {
+        expect(event.data.visitor).toBe(visitorHash(secretOf(event.occurred_at), "127.0.0.1", CHROME))
+      }
+      if (utcDay(Date.parse(clicks[0]!.event.occurred_at)) === utcDay(Date.parse(clicks[1]!.event.occurred_at))) {
+        expect(clicks[0]!.event.data.visitor).toBe(clicks[1]!.event.data.visitor)
+      }
+      expect(rows[1]!.secret.length).toBe(32)
+    } finally {
+      await Promise.all([one.close(), two.close()])
+    }
+  })
+})
+
+describe("click capture when the event log fails", () => {
+  const entry = { location: "https://e.com/", linkId: "link_x", accountId: "acc_x", expiresAt: Infinity }
+  const secrets = { get: () => Effect.succeed(new Uint8Array(32)) }
+
+  /** An event log whose publish fails while `failing` says so, recording what got through. */
+  const flakyLog = (failing: () => boolean) => {
+    const published: Array<OutgoingRecord> = []
+    let attempts = 0
+    const layer = Layer.succeed(EventLog, {
+      publish: (_topic: string, records: ReadonlyArray<OutgoingRecord>) =>
+        Effect.suspend(() => {
+          attempts++
+          if (failing()) return Effect.fail(new EventLogError({ message: "broker down" }))
+          published.push(...records)
+          return Effect.void
+        })
+    } as unknown as EventLog["Type"])
+    return { layer, published, attempts: () => attempts }
+  }
+
+  const quiet = Logger.minimumLogLevel(LogLevel.None)
+
+  it("a failed publish keeps the batch and retries it until it goes through, each click once", async () => {
+    let down = true
+    const log = flakyLog(() => down)
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const buffer = yield* makeClickCapture(secrets, { intervalMs: 10 })
+          for (let i = 0; i < 3; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
+          yield* Effect.promise(() => eventually(async () => expect(log.attempts()).toBeGreaterThanOrEqual(2)))
+          expect(log.published).toEqual([])
+          expect(buffer.count + buffer.waiting).toBe(3)
+          down = false
+          yield* Effect.promise(() => eventually(async () => expect(log.published.length).toBe(3)))
+          expect(buffer.count + buffer.waiting).toBe(0)
+        })
+      ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    expect(new Set(log.published.map((r) => JSON.parse(r.value).id)).size).toBe(3)
+    expect(log.published.every((r) => r.key === "link_x")).toBe(true)
+  })
+
+  it("when the day's secret cannot be read, the clicks wait in the buffer and go out once it can", async () => {
+    const log = flakyLog(() => false)
+    let secretFailures = 0
+    const flakySecrets = {
+      get: () =>
+        Effect.suspend(() =>
+          secretFailures++ < 2 ? Effect.fail(new EventLogError({ message: "database down" })) : secrets.get()
+        )
+    } as unknown as typeof secrets
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const buffer = yield* makeClickCapture(flakySecrets as never, { intervalMs: 10 })
+          for (let i = 0; i < 4; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
+          yield* Effect.promise(() => eventually(async () => expect(log.published.length).toBe(4)))
+          expect(secretFailures).toBeGreaterThanOrEqual(3)
+          expect(buffer.count + buffer.waiting).toBe(0)
+        })
+      ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    expect(new Set(log.published.map((r) => JSON.parse(r.value).id)).size).toBe(4)
+  })
+
+  it("memory is bounded: beyond the cap clicks are dropped and counted, not buffered", async () => {
+    const log = flakyLog(() => true)
+    const buffer = await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const buffer = yield* makeClickCapture(secrets, { maxBuffered: 5, intervalMs: 10, drainMs: 100 })
+          for (let i = 0; i < 12; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
+          yield* Effect.promise(() => eventually(async () => expect(log.attempts()).toBeGreaterThanOrEqual(1)))
+          for (let i = 0; i < 3; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
+          expect(buffer.count + buffer.waiting).toBe(5)
+          expect(buffer.dropped).toBe(10)
+          return buffer
+        })
+      ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    expect(buffer.dropped).toBe(10)
+    expect(log.published).toEqual([])
+  })
+})
+
+const brokers = testKafkaBrokers()
+
+describe.skipIf(brokers === undefined)("redirector over Kafka (needs TEST_KAFKA_BROKERS)", () => {
+  const kafka = useEnv(brokers)
+  let r: Running
+  beforeAll(async () => {
+    r = await startRedirector(kafka(), "uws")
+  })
+  afterAll(async () => {
+    await r?.close()
+  })
+
+  it("links.v1 from Kafka keeps the slug table current: new, changed and disabled links", async () => {
+    const env = kafka()
+    const link = await createLink(env, "https://example.com/k-before")
+    await eventually(async () =>
+      expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe("https://example.com/k-before")
+    )
+    await call(`${env.api.api}/links/${link.id}`, {
+      method: "PATCH",
+      key: env.account.key,
+      body: { url: "https://example.com/k-after" }
+    })
+    await eventually(async () =>
+      expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe("https://example.com/k-after")
+    )
+    await call(`${env.api.api}/links/${link.id}`, { method: "DELETE", key: env.account.key })
+    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(404))
+  })
+
+  it("a GET becomes a clicks.v1 message on Kafka, keyed by link id, without address or user agent", async () => {
+    const env = kafka()
+    const link = await createLink(env, "https://example.com/k-click")
+    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
+    await eventually(async () => {
+      const clicks = await clicksOf(env, link.id)
+      expect(clicks.length).toBe(1)
+      expect(clicks[0]!.record.key).toBe(link.id)
+      expect(clicks[0]!.event.data.browser).toBe("Chrome")
+      expect(clicks[0]!.record.value).not.toContain("127.0.0.1")
+      expect(clicks[0]!.record.value).not.toContain(CHROME)
+    })
+  })
+
+  it("a restarted redirector finds the links in PostgreSQL and follows Kafka from the end", async () => {
+    const env = kafka()
+    const link = await createLink(env, "https://example.com/k-restart")
+    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await r.close()
+    r = await startRedirector(env, "uws")
+    expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe("https://example.com/k-restart")
+  })
+})
