@@ -22,7 +22,9 @@ const port = (name: string, fallback: number) =>
 const ports = Config.all({
   apiPort: port("API_PORT", 8080),
   shortPort: port("SHORT_PORT", 8081),
-  mediaPort: port("MEDIA_PORT", 8082)
+  mediaPort: port("MEDIA_PORT", 8082),
+  // Health endpoints of a workers process run on its own (`npm run start:workers`).
+  workersPort: port("WORKERS_PORT", 8083)
 })
 
 /**
@@ -86,6 +88,7 @@ export interface AppConfigShape {
   readonly apiPort: number
   readonly shortPort: number
   readonly mediaPort: number
+  readonly workersPort: number
   readonly apiBase: string
   readonly shortBase: string
   readonly imageHost: string

@@ -1,4 +1,5 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { AnalyticsApi } from "./Analytics/Api.js"
 import * as E from "./Errors.js"
 import { LinksApi } from "./Links/Api.js"
 import { UtmPresetsApi } from "./UtmPresets/Api.js"
@@ -6,6 +7,7 @@ import { UtmPresetsApi } from "./UtmPresets/Api.js"
 export class Api extends HttpApi.make("v1")
   .add(LinksApi)
   .add(UtmPresetsApi)
+  .add(AnalyticsApi)
   .addError(E.Unauthenticated)
   .addError(E.ApiScopeRequired)
   .addError(E.RateLimited)

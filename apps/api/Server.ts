@@ -2,12 +2,14 @@ import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
+import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { Idempotency } from "../../infra/Idempotency.js"
 import { Links } from "../../infra/Links.js"
 import { nodeServerLayer } from "../../infra/NodeServer.js"
 import { Outbox } from "../../infra/Outbox.js"
 import { Usage } from "../../infra/Usage.js"
 import { UtmPresets } from "../../infra/UtmPresets.js"
+import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { LinksHttp } from "./Links/Http.js"
 import { makePipeline } from "./Pipeline.js"
@@ -17,6 +19,7 @@ import { UtmPresetsHttp } from "./UtmPresets/Http.js"
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(LinksHttp),
   Layer.provide(UtmPresetsHttp),
+  Layer.provide(AnalyticsHttp),
   Layer.provide(Layer.succeed(Authentication, AuthenticationLive))
 )
 
@@ -29,7 +32,7 @@ const Repositories = Layer.mergeAll(
   UtmPresets.layer
 )
 
-/** The API's routes behind the pipeline; needs an HttpServer, the database, the config and the plans. */
+/** The API's routes behind the pipeline; needs an HttpServer, the database, the config, the plans and Analytics. */
 // The pipeline wraps the app itself (not HttpServer.serve's middleware slot, which runs
 // after the response is written) so that it can replay, rewrite and roll back.
 export const ApiHttpLive = Layer.unwrapScoped(
@@ -44,9 +47,9 @@ export const ApiHttpLive = Layer.unwrapScoped(
   Layer.provide(Repositories)
 )
 
-/** The API on its own port (API_PORT). */
+/** The API on its own port (API_PORT), with the analytics store (one instance with the projector's in one app). */
 export const ApiServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     ApiHttpLive.pipe(HttpServer.withLogAddress, Layer.provide(nodeServerLayer({ port: config.apiPort })))
   )
-)
+).pipe(Layer.provide(AnalyticsLive))

@@ -1,12 +1,17 @@
 import { parseArgs } from "node:util"
 import { NodeRuntime } from "@effect/platform-node"
+import type { PgClient } from "@effect/sql-pg"
 import { ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
+import type { StartAt } from "../../domain/EventLog.js"
 import { DEFAULT_PLAN } from "../../domain/Plan.js"
 import { isScope, type Scope, Scopes } from "../../domain/Scope.js"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
+import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { DatabaseLive } from "../../infra/Database.js"
+import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
 import { Plans } from "../../infra/Plans.js"
+import { Projections, replay } from "../workers/Replay.js"
 
 const USAGE = `usage: npm run cli -- <command> [options] [--json]
 
@@ -16,6 +21,14 @@ const USAGE = `usage: npm run cli -- <command> [options] [--json]
                                                       issue an API key (the secret is shown once)
   keys revoke --id KEY_ID                             revoke a key at once
   migrate                                             apply database migrations
+  replay --topic clicks.v1 [--from-offset N | --from-time ISO] --into analytics
+                                                      rebuild a projection from its topic (default: from
+                                                      the beginning; an offset applies to every partition)
+
+Projections: ${Object.entries(Projections)
+  .map(([into, topic]) => `${into} (from ${topic})`)
+  .join(", ")}. Replay swaps the rebuilt tables in when it is done;
+stop the click projector first (the service, with the embedded analytics store: it holds DATA_DIR/clickhouse).
 
 Scopes: ${Scopes.join(", ")}
 Plans: the built-in free, pro and business, with PLANS (JSON) merged over them; run the CLI
@@ -35,6 +48,10 @@ const { values, positionals } = parseArgs({
     scopes: { type: "string" },
     unmetered: { type: "boolean" },
     id: { type: "string" },
+    topic: { type: "string" },
+    into: { type: "string" },
+    "from-offset": { type: "string" },
+    "from-time": { type: "string" },
     json: { type: "boolean" },
     help: { type: "boolean", short: "h" }
   }
@@ -57,7 +74,24 @@ const parseScopes = (raw: string): Array<Scope> => {
   return [...new Set(list)] as Array<Scope>
 }
 
-const command = (): Effect.Effect<unknown, unknown, Accounts | Plans> => {
+const parseStartAt = (): StartAt => {
+  const offset = values["from-offset"] === undefined ? undefined : str("from-offset")
+  const time = values["from-time"] === undefined ? undefined : str("from-time")
+  if (offset !== undefined && time !== undefined) throw new UsageError("give --from-offset or --from-time, not both")
+  if (offset !== undefined) {
+    if (!/^\d{1,15}$/.test(offset)) throw new UsageError("--from-offset must be a non-negative integer")
+    return { _tag: "Offset", offset: Number(offset) }
+  }
+  if (time !== undefined) {
+    if (!/^\d{4}-\d{2}-\d{2}(T.*(Z|[+-]\d{2}:?\d{2}))?$/.test(time) || Number.isNaN(Date.parse(time))) {
+      throw new UsageError("--from-time must be an ISO 8601 date or a date-time with an offset")
+    }
+    return { _tag: "Time", time: new Date(time) }
+  }
+  return { _tag: "Beginning" }
+}
+
+const command = (): Effect.Effect<unknown, unknown, Accounts | Plans | PgClient.PgClient> => {
   const [area, verb] = positionals
   switch (`${area} ${verb ?? ""}`.trim()) {
     case "accounts create": {
@@ -89,6 +123,13 @@ const command = (): Effect.Effect<unknown, unknown, Accounts | Plans> => {
     case "migrate":
       // Building the database layer applies every pending migration.
       return Effect.succeed({ migrated: true })
+    case "replay": {
+      const options = { topic: str("topic"), into: str("into"), startAt: parseStartAt() }
+      // Only replay opens the analytics store and the event log: the other commands work while the service runs.
+      return replay(options).pipe(
+        Effect.provide(Layer.merge(AnalyticsLive, EventLogLive).pipe(Layer.provide(AppConfig.layer)))
+      )
+    }
     default:
       throw new UsageError(area === undefined ? "a command is required" : `unknown command: ${positionals.join(" ")}`)
   }
@@ -103,7 +144,7 @@ const printError = (code: string, message: string) => {
 if (values.help === true) {
   process.stdout.write(`${USAGE}\n`)
 } else {
-  let program: Effect.Effect<unknown, unknown, Accounts | Plans>
+  let program: Effect.Effect<unknown, unknown, Accounts | Plans | PgClient.PgClient>
   try {
     program = command()
   } catch (e) {

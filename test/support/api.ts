@@ -1,13 +1,22 @@
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
 import { createServer } from "node:http"
+import * as os from "node:os"
+import * as path from "node:path"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
 import { ApiHttpLive } from "../../apps/api/Server.js"
+import { ClickProjectorLive } from "../../apps/workers/ClickProjector.js"
+import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import type { PlanLimits } from "../../domain/Plan.js"
 import type { Scope } from "../../domain/Scope.js"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
+import { ChdbAnalyticsLive } from "../../infra/analytics/Chdb.js"
+import { ClickHouseServerAnalyticsLive } from "../../infra/analytics/ClickHouseServer.js"
 import { DatabaseLive } from "../../infra/Database.js"
+import { EmbeddedEventLogLive } from "../../infra/eventlog/Embedded.js"
 import { Plans } from "../../infra/Plans.js"
 import { createTestDatabase, dropTestDatabase } from "./database.js"
 
@@ -28,6 +37,8 @@ export interface TestApi {
   /** Moves an account to another plan (no check against the plan table: that is the CLI's). */
   readonly setPlan: (accountId: string, plan: string) => Promise<void>
   readonly revokeKey: (keyId: string) => Promise<void>
+  /** Publishes to the embedded event log (only with `clickProjector: true`). */
+  readonly publish: (topic: string, records: ReadonlyArray<OutgoingRecord>) => Promise<void>
   readonly close: () => Promise<void>
 }
 
@@ -53,6 +64,49 @@ export interface TestApiOptions {
   readonly shortBase?: string
   /** Plans merged over the built-in table (PLANS is not read): e.g. `{ tiny: { links_per_month: 3 } }`. */
   readonly plans?: Record<string, Partial<PlanLimits>>
+  /** The analytics store: chDB in a temp dir (default), or the server at TEST_CLICKHOUSE_URL. */
+  readonly analytics?: "chdb" | "clickhouse"
+  /** Also run the embedded event log and the click projector (clicks published with `publish` reach the API). */
+  readonly clickProjector?: boolean
+}
+
+let chdbDir: string | undefined
+let chdbApis = 0
+/** libchdb opens one data directory per process: every store of a test file shares one, each in its own database. */
+export const testChdbDir = () => {
+  chdbDir ??= fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-chdb-"))
+  return chdbDir
+}
+/**
+ * Deletes the process's chDB directory: call it once every store on it is closed (vitest
+ * ends its workers without running exit handlers, so nothing else would).
+ */
+export const removeTestChdbDir = () => {
+  if (chdbDir !== undefined) fs.rmSync(chdbDir, { recursive: true, force: true })
+  chdbDir = undefined
+}
+
+/** TEST_CLICKHOUSE_URL, or undefined when unset (suites needing the server are skipped). */
+export const testClickHouseUrl = (): string | undefined => {
+  const url = process.env.TEST_CLICKHOUSE_URL?.trim()
+  return url === undefined || url === "" ? undefined : url
+}
+
+/** A database name no other test run uses. */
+export const uniqueDatabase = (prefix = "t") => `${prefix}_${randomBytes(6).toString("hex")}`
+
+const testAnalyticsLayer = (engine: "chdb" | "clickhouse", database: string) => {
+  if (engine === "chdb") return ChdbAnalyticsLive(testChdbDir(), database)
+  const url = testClickHouseUrl()
+  if (url === undefined) throw new Error("TEST_CLICKHOUSE_URL is not set")
+  return ClickHouseServerAnalyticsLive(url, database)
+}
+
+/** Drops a test database on the ClickHouse server (chDB's go with the temp dir). */
+const dropClickHouseDatabase = async (database: string) => {
+  const url = testClickHouseUrl()
+  if (url === undefined) return
+  await fetch(`${new URL(url).origin}/`, { method: "POST", body: `DROP DATABASE IF EXISTS ${database}` })
 }
 
 /** The real API (pipeline, handlers, PostgreSQL) on a random port, against a fresh database. */
@@ -62,9 +116,16 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     databaseUrl: Option.some(Redacted.make(databaseUrl)),
     shortBase: overrides.shortBase ?? "http://sho.rt"
   })
-  const layer = ApiHttpLive.pipe(
+  const analyticsEngine = overrides.analytics ?? "chdb"
+  const analyticsDatabase = uniqueDatabase()
+  if (analyticsEngine === "chdb") chdbApis++
+  const workers = overrides.clickProjector
+    ? ClickProjectorLive.pipe(Layer.provideMerge(EmbeddedEventLogLive))
+    : (Layer.empty as unknown as Layer.Layer<EventLog>)
+  const layer = Layer.merge(ApiHttpLive, workers).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
     Layer.provideMerge(Accounts.layer),
+    Layer.provide(testAnalyticsLayer(analyticsEngine, analyticsDatabase)),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(config),
     Layer.provide(Plans.make(overrides.plans)),
@@ -96,9 +157,15 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     revokeKey: async (keyId) => {
       await run(Effect.flatMap(Accounts, (a) => a.revokeKey(keyId)))
     },
+    publish: async (topic, records) => {
+      if (!overrides.clickProjector) throw new Error("startTestApi({ clickProjector: true }) publishes")
+      await runtime.runPromise(Effect.flatMap(EventLog, (log) => log.publish(topic, records)))
+    },
     close: async () => {
       await runtime.dispose()
       await dropTestDatabase(databaseUrl)
+      if (analyticsEngine === "clickhouse") await dropClickHouseDatabase(analyticsDatabase)
+      else if (--chdbApis === 0) removeTestChdbDir()
     }
   }
 }

@@ -1,0 +1,30 @@
+import { createServer } from "node:http"
+import { Effect, Layer } from "effect"
+import { AppConfig } from "../../infra/AppConfig.js"
+
+/**
+ * `/healthz` and `/readyz` of a workers process on WORKERS_PORT: the layer is built after
+ * the consumers it sits beside, so answering at all means they have started.
+ */
+export const WorkersHealthLive = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const { workersPort } = yield* AppConfig
+    const server = createServer((req, res) => {
+      const path = (req.url ?? "/").split("?")[0]
+      const ok = path === "/healthz" || path === "/readyz"
+      res.writeHead(ok ? 200 : 404, { "content-type": "application/json" })
+      res.end(ok ? '{"status":"ok"}' : '{"error":{"code":"not_found","message":"Not found."}}')
+    })
+    yield* Effect.acquireRelease(
+      Effect.async<void, Error>((resume) => {
+        server.once("error", (e) => resume(Effect.fail(e)))
+        server.listen(workersPort, "0.0.0.0", () => resume(Effect.void))
+      }),
+      () =>
+        Effect.async<void>((resume) => {
+          server.close(() => resume(Effect.void))
+        })
+    )
+    yield* Effect.logInfo(`workers: health on port ${workersPort}`)
+  })
+)
