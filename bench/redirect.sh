@@ -4,8 +4,13 @@
 #   (a) bare      a bare uWebSockets.js server answering every request with a fixed 302
 #   (b) capture   the redirector (its own process) with click capture on
 #   (c) nocapture the same redirector with CLICK_CAPTURE=off
-# then waits until the analytics have drained and compares the clicks sent in (b) with the
-# clicks the analytics count (GET /v1/links/{id}/analytics: clicks + bot_clicks).
+# Each phase is GET only (every request a click on (b)). Then a counting run on (b): GET for
+# all but the last 2 seconds, HEAD (a redirect that is not a click) for the rest, so that no
+# click is in flight when wrk cuts its connections and the clicks sent are known exactly; the
+# script waits until the analytics have drained and compares them with the clicks the
+# analytics count (GET /v1/links/{id}/analytics: clicks + bot_clicks). For the throughput
+# phase it checks that the analytics count lies between wrk's completed GETs and that plus
+# the connections (requests cut in flight may or may not have been answered).
 #
 #   bash bench/redirect.sh            (or: npm run bench:redirect)
 #
@@ -92,8 +97,10 @@ new_link() {
 }
 WARM_ID=$(new_link warm) || die "could not create the warm-up link"
 LINK_ID=$(new_link run) || die "could not create the measured link"
+COUNT_ID=$(new_link count) || die "could not create the counting link"
 WARM_PATH=/warm$$
 RUN_PATH=/run$$
+COUNT_PATH=/count$$
 
 # Two redirectors of their own, attached to the service's PostgreSQL and event log.
 SHORT_PORT=$CAP_PORT CLICK_CAPTURE=on node --import tsx apps/redirector/main.ts >"$TMP/capture.log" 2>&1 &
@@ -109,15 +116,16 @@ log "bench: redirectors and bare server up; measured link $LINK_ID (slug ${RUN_P
 # The readiness probes above were GETs of the measured link on the capture redirector: one click.
 PROBE_CLICKS=1
 
-# run_phase NAME PORT: warm-up on the warm-up link, then the measured run; sets RESULT_<NAME>.
+# run_phase NAME PORT [PATH GET_SECONDS]: warm-up on the warm-up link, then the measured run
+# (GET only unless GET_SECONDS is given); sets RESULT_<NAME>.
 run_phase() {
-  local name=$1 port=$2 out=$TMP/wrk-$1.txt line
+  local name=$1 port=$2 path=${3:-$RUN_PATH} get_seconds=${4:-$((DURATION + 3600))} out=$TMP/wrk-$1.txt line
   if [ "$WARMUP" -gt 0 ]; then
     BENCH_PATH=$WARM_PATH BENCH_GET_SECONDS=$WARMUP run_wrk "$TMP/wrk-$name-warm.txt" -t"$THREADS" -c"$CONNECTIONS" \
       -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk warm-up of $name failed"
   fi
   sleep 1
-  BENCH_PATH=$RUN_PATH BENCH_GET_SECONDS=$((DURATION - 2)) run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" \
+  BENCH_PATH=$path BENCH_GET_SECONDS=$get_seconds run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" \
     --latency -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk $name failed: $(cat "$out")"
   line=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
   [ -n "$line" ] || die "wrk $name printed no result: $(cat "$out")"
@@ -130,26 +138,45 @@ run_phase() {
   printf -v "RESULT_$name" '%s' "$line"
 }
 
-log "bench: GET {short_base}/{slug} for $((DURATION - 2))s, then HEAD (not a click) for the last 2s of each phase"
+log "bench: throughput phases: GET {short_base}/{slug} only, every request a click on the capture redirector"
 run_phase bare "$BARE_PORT"
 run_phase capture "$CAP_PORT"
 run_phase nocapture "$NOCAP_PORT"
+log "bench: counting run on the capture redirector: GET for $((DURATION - 2))s, then HEAD (not a click)"
+run_phase count "$CAP_PORT" "$COUNT_PATH" $((DURATION - 2))
+
+# counted LINK_ID: clicks + bot_clicks the analytics hold for the link (-1 if unreadable).
+counted() {
+  curl -sS --max-time 30 -H "Authorization: Bearer $API_KEY" "$API/v1/links/$1/analytics?granularity=day" |
+    node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{try{const t=JSON.parse(s).data.totals;console.log(t.clicks+t.bot_clicks)}catch{console.log(-1)}})' ||
+    echo -1
+}
 
 # wrk calls the script's request() once more than it sends (to verify the script): a server
 # counting what arrives sees gets − 1, with 1 or 2 threads alike (checked with a counting
 # node:http server).
-CLICKS_SENT=$(($(printf '%s' "$RESULT_capture" | json_field gets) - 1 + PROBE_CLICKS))
-log "bench: waiting for the analytics to count $CLICKS_SENT clicks (at most ${DRAIN_TIMEOUT}s)"
+CLICKS_SENT=$(($(printf '%s' "$RESULT_count" | json_field gets) - 1))
+THROUGHPUT_LOW=$(($(printf '%s' "$RESULT_capture" | json_field gets) - 1 + PROBE_CLICKS - CONNECTIONS))
+THROUGHPUT_HIGH=$((THROUGHPUT_LOW + 2 * CONNECTIONS))
+log "bench: waiting for the analytics to count $CLICKS_SENT clicks of the counting run (at most ${DRAIN_TIMEOUT}s)"
 drain_start=$(date +%s)
-COUNTED=0
 while :; do
-  body=$(curl -sS --max-time 30 -H "Authorization: Bearer $API_KEY" "$API/v1/links/$LINK_ID/analytics?granularity=day") || body=""
-  COUNTED=$(printf '%s' "$body" | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{try{const t=JSON.parse(s).data.totals;console.log(t.clicks+t.bot_clicks)}catch{console.log(-1)}})')
+  COUNTED=$(counted "$COUNT_ID")
   [ "$COUNTED" -ge "$CLICKS_SENT" ] && break
   [ $(($(date +%s) - drain_start)) -lt "$DRAIN_TIMEOUT" ] || break
   sleep 1
 done
-log "bench: analytics count $COUNTED of $CLICKS_SENT clicks after $(($(date +%s) - drain_start))s"
+sleep 2 # anything arriving late would show as an overcount
+COUNTED=$(counted "$COUNT_ID")
+log "bench: counting run: analytics count $COUNTED of $CLICKS_SENT clicks sent (drained after $(($(date +%s) - drain_start))s)"
+THROUGHPUT_COUNTED=$(counted "$LINK_ID")
+# wrk's GET count includes requests written when it stopped: the server may or may not have
+# answered those (at most one per connection).
+if [ "$THROUGHPUT_COUNTED" -ge "$THROUGHPUT_LOW" ] && [ "$THROUGHPUT_COUNTED" -le "$THROUGHPUT_HIGH" ]; then
+  log "bench: capture phase: analytics count $THROUGHPUT_COUNTED clicks, within wrk's $((THROUGHPUT_LOW + CONNECTIONS)) sent ± $CONNECTIONS in flight at the cut"
+else
+  log "bench: capture phase: analytics count $THROUGHPUT_COUNTED clicks, OUTSIDE wrk's $((THROUGHPUT_LOW + CONNECTIONS)) sent ± $CONNECTIONS"
+fi
 
 node -e '
   const [b, c, n] = process.argv.slice(1, 4).map((s) => JSON.parse(s))
