@@ -23,7 +23,7 @@ import {
   publishedFormat
 } from "../../domain/ImageFormat.js"
 import type { ConvertReply, ConvertRequest } from "./ConverterProcess.js"
-import { estimateMemory, type Failure, type Probe, planFor, probeImage, type Tier } from "./Pipeline.js"
+import { type Converted, estimateMemory, type Failure, type Probe, planFor, probeImage, type Tier } from "./Pipeline.js"
 
 export type { Tier } from "./Pipeline.js"
 
@@ -71,15 +71,8 @@ export interface ImageInfo {
   readonly mime_type: string
 }
 
-export interface ConvertedImage {
-  readonly bytes: Uint8Array
-  readonly format: PublishedFormat
-  readonly mime_type: string
-  readonly width: number
-  readonly height: number
-  readonly frames: number
-  readonly animated: boolean
-}
+/** The published bytes with their authoritative format and dimensions. */
+export type ConvertedImage = Converted
 
 export interface CodecShape {
   /**
