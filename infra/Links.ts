@@ -70,9 +70,12 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
+  // updated_at orders a link's versions for the redirector's slug table: the time of the
+  // change itself (not the transaction start, which a concurrent change waiting on the row
+  // lock would share or precede), and never earlier than the version it replaces.
   const setDestination = (id: string, destinationUrl: string) =>
     sql<DbLink>`
-      UPDATE links SET destination_url = ${destinationUrl}, updated_at = now()
+      UPDATE links SET destination_url = ${destinationUrl}, updated_at = greatest(clock_timestamp(), updated_at)
       WHERE id = ${id} RETURNING *`.pipe(
       Effect.map((rows) => toRow(rows[0]!)),
       Effect.orDie
@@ -83,7 +86,7 @@ const make = Effect.gen(function* () {
       UPDATE links SET
         utm = CASE WHEN ${options.utm !== undefined} THEN ${options.utm == null ? null : sql.json(options.utm)}::jsonb ELSE utm END,
         expires_at = CASE WHEN ${options.expiresAt !== undefined} THEN ${options.expiresAt ?? null}::timestamptz ELSE expires_at END,
-        updated_at = now()
+        updated_at = greatest(clock_timestamp(), updated_at)
       WHERE id = ${id} RETURNING *`.pipe(
       Effect.map((rows) => toRow(rows[0]!)),
       Effect.orDie
@@ -91,7 +94,7 @@ const make = Effect.gen(function* () {
 
   const disable = (id: string) =>
     sql<DbLink>`
-      UPDATE links SET status = 'disabled', updated_at = now()
+      UPDATE links SET status = 'disabled', updated_at = greatest(clock_timestamp(), updated_at)
       WHERE id = ${id} RETURNING *`.pipe(
       Effect.map((rows) => toRow(rows[0]!)),
       Effect.orDie
