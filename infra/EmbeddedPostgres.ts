@@ -5,6 +5,7 @@ import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Data, Effect, type Scope } from "effect"
+import { isAlive } from "./Processes.js"
 
 export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{
   readonly message: string
@@ -97,15 +98,6 @@ const freePort = () =>
       srv.close(() => resolve(port))
     })
   })
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 /** A server already running on this data directory (postmaster.pid: line 1 pid, line 4 port). */
 const runningServer = (pgdata: string): number | undefined => {

@@ -2,7 +2,6 @@ import { HttpApiBuilder, HttpServer } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { Idempotency } from "../../infra/Idempotency.js"
 import { Links } from "../../infra/Links.js"
 import { nodeServerLayer } from "../../infra/NodeServer.js"
@@ -47,9 +46,9 @@ export const ApiHttpLive = Layer.unwrapScoped(
   Layer.provide(Repositories)
 )
 
-/** The API on its own port (API_PORT), with the analytics store (one instance with the projector's in one app). */
+/** The API on its own port (API_PORT); the composition root provides the analytics store. */
 export const ApiServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     ApiHttpLive.pipe(HttpServer.withLogAddress, Layer.provide(nodeServerLayer({ port: config.apiPort })))
   )
-).pipe(Layer.provide(AnalyticsLive))
+)

@@ -1,9 +1,17 @@
 import { Layer } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
+import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { runMain } from "../../infra/Main.js"
 import { Plans } from "../../infra/Plans.js"
 import { ApiServerLive } from "./Server.js"
 
 // Settings first (AppConfig, then PLANS), so a bad one stops start-up before the database starts.
-runMain(ApiServerLive.pipe(Layer.provide(DatabaseLive), Layer.provide(Plans.layer), Layer.provide(AppConfig.layer)))
+runMain(
+  ApiServerLive.pipe(
+    Layer.provide(AnalyticsLive),
+    Layer.provide(DatabaseLive),
+    Layer.provide(Plans.layer),
+    Layer.provide(AppConfig.layer)
+  )
+)

@@ -3,6 +3,7 @@ import * as path from "node:path"
 import type { Session } from "chdb"
 import { Data, Effect, Layer } from "effect"
 import { Analytics, AnalyticsError } from "../../domain/Analytics.js"
+import { isAlive } from "../Processes.js"
 import { type Engine, makeStore } from "./Store.js"
 
 /** The chDB data directory belongs to another running process (libchdb locks it). */
@@ -16,15 +17,6 @@ const firstLine = (cause: unknown) => String((cause as Error)?.message ?? cause)
 
 const fail = (what: string) => (cause: unknown) =>
   new AnalyticsError({ message: `chDB: ${what}: ${firstLine(cause)}`, cause })
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 /**
  * The process holding `dir`, from the `status` file the engine keeps there (and deletes on

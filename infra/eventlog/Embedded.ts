@@ -31,6 +31,7 @@ import {
   backoff,
   DEFAULT_MAX_BATCH,
   decoder,
+  decodeSkippingPoison,
   HandlerFailed,
   PARTITIONS,
   POLL_INTERVAL_MS,
@@ -421,13 +422,7 @@ export const make = Effect.gen(function* () {
       const pass = Effect.gen(function* () {
         const fetched = yield* fetchAll(topic, positions, DEFAULT_MAX_BATCH)
         for (const [partition, records] of fetched) {
-          const { batch, poison } = decode(topic, partition, records)
-          // A follower owns nothing: dead-lettering is the job of the groups, or every follower would copy it.
-          if (poison.length > 0) {
-            yield* Effect.logWarning(
-              `event log: skipped ${poison.length} undecodable message(s) of ${topic}/${partition}`
-            )
-          }
+          const batch = yield* decodeSkippingPoison(decode, topic, partition, records)
           if (batch.events.length > 0) yield* runHandler(handler, batch)
           positions.set(partition, batch.lastOffset + 1)
         }
@@ -468,12 +463,7 @@ export const make = Effect.gen(function* () {
         const fetched = yield* fetchAll(topic, positions, DEFAULT_MAX_BATCH, endMap)
         if (fetched.size === 0) return ends
         for (const [partition, records] of fetched) {
-          const { batch, poison } = decode(topic, partition, records)
-          if (poison.length > 0) {
-            yield* Effect.logWarning(
-              `event log: skipped ${poison.length} undecodable message(s) of ${topic}/${partition}`
-            )
-          }
+          const batch = yield* decodeSkippingPoison(decode, topic, partition, records)
           if (batch.events.length > 0) yield* handler(batch)
           positions.set(partition, batch.lastOffset + 1)
         }

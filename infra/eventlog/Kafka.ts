@@ -28,6 +28,7 @@ import {
   DEFAULT_MAX_BATCH,
   type Decoded,
   decoder,
+  decodeSkippingPoison,
   HandlerFailed,
   PARTITIONS,
   runHandler,
@@ -341,13 +342,7 @@ export const make = (brokers: ReadonlyArray<string>) =>
       ) =>
       (records: ReadonlyArray<LogRecord>, partition: number) =>
         Effect.gen(function* () {
-          const { batch, poison } = decode(topic, partition, records)
-          // A follower owns nothing: dead-lettering is the job of the groups, or every follower would copy it.
-          if (poison.length > 0) {
-            yield* Effect.logWarning(
-              `event log: skipped ${poison.length} undecodable message(s) of ${topic}/${partition}`
-            )
-          }
+          const batch = yield* decodeSkippingPoison(decode, topic, partition, records)
           if (batch.events.length > 0) yield* runHandler(handler, batch)
         })
 
@@ -399,12 +394,7 @@ export const make = (brokers: ReadonlyArray<string>) =>
             const end = endOf.get(partition) ?? 0
             const within = records.filter((r) => r.offset < end)
             if (within.length === 0) return
-            const { batch, poison } = decode(topic, partition, within)
-            if (poison.length > 0) {
-              yield* Effect.logWarning(
-                `event log: skipped ${poison.length} undecodable message(s) of ${topic}/${partition}`
-              )
-            }
+            const batch = yield* decodeSkippingPoison(decode, topic, partition, within)
             if (batch.events.length > 0) {
               const exit = yield* Effect.exit(handler(batch))
               if (Exit.isFailure(exit)) {

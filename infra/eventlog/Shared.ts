@@ -64,6 +64,25 @@ export const decoder = <A, I>(schema: Schema.Schema<A, I, never>) => {
   }
 }
 
+/**
+ * Decodes for a reader without a group (follow, read): poison messages are skipped with a
+ * warning, not dead-lettered, because a reader owns nothing and every reader would copy them.
+ */
+export const decodeSkippingPoison = <A>(
+  decode: (topic: string, partition: number, records: ReadonlyArray<LogRecord>) => Decoded<A>,
+  topic: string,
+  partition: number,
+  records: ReadonlyArray<LogRecord>
+): Effect.Effect<Batch<A>> => {
+  const { batch, poison } = decode(topic, partition, records)
+  return poison.length === 0
+    ? Effect.succeed(batch)
+    : Effect.as(
+        Effect.logWarning(`event log: skipped ${poison.length} undecodable message(s) of ${topic}/${partition}`),
+        batch
+      )
+}
+
 /** Per partition, the offset to start at, from the end offsets and the lookups an adapter provides. */
 export const startOffsets = <E, R>(
   startAt: StartAt,
