@@ -4,11 +4,13 @@ import m0002 from "./0002_utm_presets.js"
 import m0003 from "./0003_usage.js"
 import m0004 from "./0004_event_log.js"
 import m0005 from "./0005_visitor_secrets.js"
+import m0006 from "./0006_images.js"
 
 export const migrations = Migrator.fromRecord({
   "0001_foundation": m0001,
   "0002_utm_presets": m0002,
   "0003_usage": m0003,
   "0004_event_log": m0004,
-  "0005_visitor_secrets": m0005
+  "0005_visitor_secrets": m0005,
+  "0006_images": m0006
 })
