@@ -8,7 +8,7 @@
  * It loads the same native binary as the redirector and refuses to start without it, so the
  * comparison never silently measures a fallback.
  */
-import { loadUws } from "../apps/redirector/HttpServer.js"
+import { loadUws } from "../infra/http/HttpServer.js"
 
 const port = Number(process.argv[2] ?? process.env.BARE_PORT ?? 18491)
 if (!Number.isInteger(port) || port < 0 || port > 65535) {

@@ -505,10 +505,12 @@ const make = Effect.gen(function* () {
    */
   const retryLater = (imageId: string, error: string, delayMs: number) =>
     Effect.gen(function* () {
-      yield* sql`
+      const updated = yield* sql<{ image_id: string }>`
         UPDATE image_jobs SET attempts = attempts + 1, tier = 'fast', last_error = ${error},
           not_before = clock_timestamp() + ${delayMs} * interval '1 millisecond', lease_owner = NULL, lease_until = NULL
-        WHERE image_id = ${imageId}`.pipe(Effect.orDie)
+        WHERE image_id = ${imageId} RETURNING image_id`.pipe(Effect.orDie)
+      // The job may be gone (published by another worker, purged, deleted): nothing to retry.
+      if (updated.length === 0) return
       const row = yield* byId(imageId)
       if (Option.isSome(row)) yield* emit("image.conversion_retry", row.value)
     })

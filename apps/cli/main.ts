@@ -10,8 +10,11 @@ import { AppConfig } from "../../infra/AppConfig.js"
 import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
+import { Images } from "../../infra/Images.js"
+import { Outbox } from "../../infra/Outbox.js"
 import { Plans } from "../../infra/Plans.js"
 import { Projections, replay } from "../workers/Replay.js"
+import { decideReview, listReports, listReviews } from "./Reviews.js"
 
 const USAGE = `usage: npm run cli -- <command> [options] [--json]
 
@@ -20,6 +23,10 @@ const USAGE = `usage: npm run cli -- <command> [options] [--json]
   keys create --account ID --scopes a:b,c:d [--unmetered]
                                                       issue an API key (the secret is shown once)
   keys revoke --id KEY_ID                             revoke a key at once
+  reviews list                                        pending rating reductions of hosted images
+  reviews approve --id REVIEW_ID                      apply the requested (less strict) rating
+  reviews reject --id REVIEW_ID                       keep the effective rating
+  reports list                                        open abuse reports filed from share pages
   migrate                                             apply database migrations
   replay --topic clicks.v1 [--from-offset N | --from-time ISO] --into analytics
                                                       rebuild a projection from its topic (default: from
@@ -91,7 +98,7 @@ const parseStartAt = (): StartAt => {
   return { _tag: "Beginning" }
 }
 
-const command = (): Effect.Effect<unknown, unknown, Accounts | Plans | PgClient.PgClient> => {
+const command = (): Effect.Effect<unknown, unknown, Accounts | Images | Plans | PgClient.PgClient> => {
   const [area, verb] = positionals
   switch (`${area} ${verb ?? ""}`.trim()) {
     case "accounts create": {
@@ -120,6 +127,14 @@ const command = (): Effect.Effect<unknown, unknown, Accounts | Plans | PgClient.
       const id = str("id")
       return Effect.flatMap(Accounts, (a) => a.revokeKey(id))
     }
+    case "reviews list":
+      return listReviews
+    case "reviews approve":
+      return decideReview(str("id"), "approved")
+    case "reviews reject":
+      return decideReview(str("id"), "rejected")
+    case "reports list":
+      return listReports
     case "migrate":
       // Building the database layer applies every pending migration.
       return Effect.succeed({ migrated: true })
@@ -144,7 +159,7 @@ const printError = (code: string, message: string) => {
 if (values.help === true) {
   process.stdout.write(`${USAGE}\n`)
 } else {
-  let program: Effect.Effect<unknown, unknown, Accounts | Plans | PgClient.PgClient>
+  let program: Effect.Effect<unknown, unknown, Accounts | Images | Plans | PgClient.PgClient>
   try {
     program = command()
   } catch (e) {
@@ -154,7 +169,7 @@ if (values.help === true) {
   }
   if (process.exitCode === undefined) {
     // PLANS is read before the database starts: a bad value stops the command at once.
-    const layer = Accounts.layer.pipe(
+    const layer = Layer.merge(Accounts.layer, Images.layer.pipe(Layer.provide(Outbox.layer))).pipe(
       Layer.provideMerge(DatabaseLive),
       Layer.provide(AppConfig.layer),
       Layer.provideMerge(Plans.layer)

@@ -1,7 +1,7 @@
 import { Cause, Config, Context, Effect, Layer, Runtime } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
+import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
 import { type ClickBuffer, makeClickCapture } from "./Clicks.js"
-import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "./HttpServer.js"
 import { SlugTable, startSlugTable } from "./SlugTable.js"
 import { makeVisitorSecrets } from "./VisitorSecrets.js"
 

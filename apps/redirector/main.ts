@@ -2,8 +2,8 @@ import { Config, Layer } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
+import { httpEngineConfig } from "../../infra/http/HttpServer.js"
 import { runMain } from "../../infra/Main.js"
-import { httpEngineConfig } from "./HttpServer.js"
 import { clickCaptureConfig, RedirectorLive } from "./Redirector.js"
 
 // Every setting is read first (AppConfig, HTTP_ENGINE, CLICK_CAPTURE), so a bad one stops

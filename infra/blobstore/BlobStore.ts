@@ -1,4 +1,4 @@
-import { Context, Data, type Effect, type Option } from "effect"
+import { Context, Data, Effect, type Option } from "effect"
 
 /** The store failed (disk, network, the S3 service): temporary from the caller's view. */
 export class BlobStoreError extends Data.TaggedError("BlobStoreError")<{
@@ -19,3 +19,11 @@ export interface BlobStoreShape {
 }
 
 export class BlobStore extends Context.Tag("BlobStore")<BlobStore, BlobStoreShape>() {}
+
+const KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/
+
+/** Every adapter refuses keys outside `[A-Za-z0-9/._-]+` and `.`/`..` segments: a bug, not input. */
+export const checkKey = (key: string): Effect.Effect<void> =>
+  KEY.test(key) && !key.split("/").some((p) => p === "." || p === "..")
+    ? Effect.void
+    : Effect.die(new Error(`invalid blob key: ${key}`))

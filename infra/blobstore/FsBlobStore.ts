@@ -3,14 +3,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../AppConfig.js"
-import { BlobStore, BlobStoreError, type BlobStoreShape } from "./BlobStore.js"
-
-const KEY = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/
-
-const checkKey = (key: string) =>
-  KEY.test(key) && !key.split("/").some((p) => p === "." || p === "..")
-    ? Effect.void
-    : Effect.die(new Error(`invalid blob key: ${key}`))
+import { BlobStore, BlobStoreError, type BlobStoreShape, checkKey } from "./BlobStore.js"
 
 /**
  * Objects as files under `root`. A put writes a temporary file, fsyncs it and renames it

@@ -10,7 +10,7 @@ import {
   utcDay,
   visitorHash
 } from "../../apps/redirector/ClickClassify.js"
-import { ipText } from "../../apps/redirector/HttpServer.js"
+import { ipText } from "../../infra/http/HttpServer.js"
 
 const UA = {
   chromeWindows:

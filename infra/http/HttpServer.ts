@@ -3,24 +3,53 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { createRequire } from "node:module"
 import { Config, type ConfigError, Data, Effect, type Scope } from "effect"
 
+/** The writing half of an exchange: the same calls whether the answer is given at once or later. */
+export interface HttpAnswer {
+  writeStatus(code: number): this
+  writeHeader(name: string, value: string): this
+  /**
+   * Ends the answer with its body (text or bytes) and a Content-Length. For HEAD the body is
+   * left out and its length still announced.
+   */
+  end(body: string | Uint8Array): void
+  /** Ends an answer that has no body and no Content-Length (204, 304). */
+  endWithoutBody(): void
+}
+
+/** An answer given after the handler returned (see HttpExchange.defer). */
+export interface DeferredAnswer extends HttpAnswer {
+  /** The client went away: further writes are ignored. */
+  readonly aborted: boolean
+}
+
 /**
- * One request and its answer, for handlers that answer at once. Everything must be read and
- * the answer ended before the handler returns: the uWebSockets.js request lives on the stack
- * of the call, and its exchange object is reused for the next request.
+ * One request and its answer. A handler answers at once (the fast path: everything read and
+ * the answer ended before it returns; the uWebSockets.js request lives on the stack of the
+ * call and its exchange object is reused for the next request), or calls `defer` or
+ * `readBody` before it returns and answers later through what they give.
  */
-export interface HttpExchange {
+export interface HttpExchange extends HttpAnswer {
   /** As sent, upper case for every real client: "GET", "HEAD", … */
   readonly method: string
   /** The path, without the query string. */
   readonly path: string
-  /** A request header by lower-case name; "" when absent. */
+  /** A request header by lower-case name; "" when absent. Only before the handler returns. */
   header(lowerCaseName: string): string
-  /** The peer of the TCP connection (never a forwarded-for header). */
+  /** The query string without "?"; "" when absent. Only before the handler returns. */
+  query(): string
+  /** The peer of the TCP connection (never a forwarded-for header). Only before the handler returns. */
   remoteAddress(): string
-  writeStatus(code: number): HttpExchange
-  writeHeader(name: string, value: string): HttpExchange
-  /** Ends the answer; for HEAD the body is left out. */
-  end(body: string): void
+  /**
+   * Answer later: read what the answer needs from the request first. Writes on the exchange
+   * itself are not allowed afterwards.
+   */
+  defer(): DeferredAnswer
+  /**
+   * Reads the request body and answers later (implies `defer`). The body resolves to
+   * undefined when it is (or announces) more than `maxBytes`; the answer then closes the
+   * connection, so the rest is never read.
+   */
+  readBody(maxBytes: number): { readonly answer: DeferredAnswer; readonly body: Promise<Uint8Array | undefined> }
 }
 
 export type HttpHandler = (exchange: HttpExchange) => void
@@ -51,13 +80,18 @@ export interface ServeOptions {
 
 const STATUS_LINES: Record<number, string> = {
   200: "200 OK",
+  202: "202 Accepted",
   204: "204 No Content",
   301: "301 Moved Permanently",
   302: "302 Found",
+  303: "303 See Other",
   304: "304 Not Modified",
   400: "400 Bad Request",
   404: "404 Not Found",
   405: "405 Method Not Allowed",
+  413: "413 Content Too Large",
+  415: "415 Unsupported Media Type",
+  429: "429 Too Many Requests",
   500: "500 Internal Server Error",
   503: "503 Service Unavailable"
 }
@@ -128,20 +162,55 @@ export const ipText = (b: Uint8Array): string => {
   return `${hex.slice(0, bestStart).join(":")}::${hex.slice(bestStart + bestLength).join(":")}`
 }
 
+/** What a server's exchanges share: answers close their connection once it is stopping. */
+interface ServerState {
+  closing: boolean
+  /** Deferred answers not yet ended or aborted: a close waits for them (up to drainMs). */
+  pending: number
+}
+
+const contentLength = (body: string | Uint8Array) =>
+  typeof body === "string" ? Buffer.byteLength(body) : body.byteLength
+
+/**
+ * Ends a uWS response. This uWS build sends a body on HEAD if given one, and
+ * endWithoutBody(n) with n > 0 (or any explicit first argument but a number) never completes
+ * the response unless it also closes the connection: a kept-alive HEAD answer writes its
+ * Content-Length itself and calls endWithoutBody() without arguments.
+ */
+const uwsEnd = (res: Uws.HttpResponse, isHead: boolean, body: string | Uint8Array, close: boolean) => {
+  if (!isHead) res.end(body, close)
+  else {
+    const length = contentLength(body)
+    if (length === 0 || close) res.endWithoutBody(length, close)
+    else res.writeHeader("Content-Length", String(length)).endWithoutBody()
+  }
+}
+
+/** Ends a uWS response that has no body (204, 304); one that closes says Content-Length: 0. */
+const uwsEndEmpty = (res: Uws.HttpResponse, close: boolean) => {
+  if (close) res.endWithoutBody(0, true)
+  else res.endWithoutBody()
+}
+
 /** The exchange of the uWebSockets.js engine: one object per server, refilled per request. */
 class UwsExchange implements HttpExchange {
   method = ""
   path = ""
   isHead = false
+  /** Ended, or handed over to a deferred answer. */
   ended = false
-  closing = false
   res!: Uws.HttpResponse
   req!: Uws.HttpRequest
+  constructor(readonly state: ServerState) {}
 
   header(name: string): string {
     return this.req.getHeader(name)
   }
-  writeHeader(name: string, value: string): HttpExchange {
+  query(): string {
+    return this.req.getQuery() ?? ""
+  }
+  writeHeader(name: string, value: string): this {
     this.res.writeHeader(name, value)
     return this
   }
@@ -149,23 +218,118 @@ class UwsExchange implements HttpExchange {
     // The binary form and our own formatting cost about half of the text form plus decoding.
     return ipText(new Uint8Array(this.res.getRemoteAddress()))
   }
-  writeStatus(code: number): HttpExchange {
+  writeStatus(code: number): this {
     this.res.writeStatus(STATUS_LINES[code] ?? String(code))
     return this
   }
-  end(body: string): void {
-    // This uWS build sends a body on HEAD if given one, and endWithoutBody(n) with n > 0
-    // never completes the response: a HEAD answer announces Content-Length: 0.
-    if (this.isHead) this.res.endWithoutBody(0, this.closing)
-    else this.res.end(body, this.closing)
+  end(body: string | Uint8Array): void {
+    uwsEnd(this.res, this.isHead, body, this.state.closing)
     this.ended = true
+  }
+  endWithoutBody(): void {
+    uwsEndEmpty(this.res, this.state.closing)
+    this.ended = true
+  }
+  defer(): DeferredAnswer {
+    this.ended = true
+    return new UwsDeferred(this.res, this.isHead, this.state)
+  }
+  readBody(maxBytes: number) {
+    const declared = this.req.getHeader("content-length")
+    const answer = this.defer() as UwsDeferred
+    if (declared !== "" && !(Number(declared) <= maxBytes)) {
+      answer.closeAfter = true
+      return { answer, body: Promise.resolve(undefined) }
+    }
+    const body = new Promise<Uint8Array | undefined>((resolve) => {
+      const chunks: Array<Buffer> = []
+      let size = 0
+      let done = false
+      answer.onAbort = () => resolve(undefined)
+      this.res.onData((chunk, isLast) => {
+        if (done) return
+        size += chunk.byteLength
+        if (size > maxBytes) {
+          done = true
+          answer.closeAfter = true
+          return resolve(undefined)
+        }
+        // The chunk is neutered when this callback returns: copy it.
+        if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk)))
+        if (isLast) {
+          done = true
+          resolve(Buffer.concat(chunks, size))
+        }
+      })
+    })
+    return { answer, body }
   }
 }
 
+/** A uWS answer given later: headers are buffered, then written and ended in one cork. */
+class UwsDeferred implements DeferredAnswer {
+  aborted = false
+  closeAfter = false
+  onAbort: (() => void) | undefined
+  private done = false
+  private status = "200 OK"
+  private readonly headers: Array<string> = []
+  constructor(
+    private readonly res: Uws.HttpResponse,
+    private readonly isHead: boolean,
+    private readonly state: ServerState
+  ) {
+    state.pending++
+    // Without an abort handler uWS terminates the process when the handler returns.
+    res.onAborted(() => {
+      this.aborted = true
+      this.settle()
+      this.onAbort?.()
+    })
+  }
+  private settle() {
+    if (this.done) return
+    this.done = true
+    this.state.pending--
+  }
+  writeStatus(code: number): this {
+    this.status = STATUS_LINES[code] ?? String(code)
+    return this
+  }
+  writeHeader(name: string, value: string): this {
+    this.headers.push(name, value)
+    return this
+  }
+  private finish(write: (res: Uws.HttpResponse, close: boolean) => void) {
+    if (this.aborted || this.done) return
+    this.settle()
+    const close = this.closeAfter || this.state.closing
+    this.res.cork(() => {
+      this.res.writeStatus(this.status)
+      for (let i = 0; i < this.headers.length; i += 2) this.res.writeHeader(this.headers[i]!, this.headers[i + 1]!)
+      write(this.res, close)
+    })
+  }
+  end(body: string | Uint8Array): void {
+    this.finish((res, close) => uwsEnd(res, this.isHead, body, close))
+  }
+  endWithoutBody(): void {
+    this.finish(uwsEndEmpty)
+  }
+}
+
+/** Waits until no deferred answer is pending, or `ms` passed. */
+const drainPending = (state: ServerState, ms: number) =>
+  Effect.promise(async () => {
+    const until = Date.now() + ms
+    while (state.pending > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10))
+  })
+
 const serveUws = (uws: UwsModule, options: ServeOptions) =>
   Effect.acquireRelease(
-    Effect.async<{ socket: Uws.us_listen_socket; exchange: UwsExchange; port: number }, HttpServerError>((resume) => {
-      const exchange = new UwsExchange()
+    Effect.async<{ socket: Uws.us_listen_socket; state: ServerState; port: number }, HttpServerError>((resume) => {
+      const state: ServerState = { closing: false, pending: 0 }
+      const exchange = new UwsExchange(state)
       const app = uws.App()
       app.any("/*", (res, req) => {
         exchange.res = res
@@ -199,26 +363,30 @@ const serveUws = (uws: UwsModule, options: ServeOptions) =>
             )
           )
         } else {
-          resume(Effect.succeed({ socket, exchange, port: uws.us_socket_local_port(socket as never) }))
+          resume(Effect.succeed({ socket, state, port: uws.us_socket_local_port(socket as never) }))
         }
       })
     }),
-    ({ socket, exchange }) =>
+    ({ socket, state }) =>
       Effect.gen(function* () {
         uws.us_listen_socket_close(socket)
         // From now on every answer closes its connection; idle keep-alive connections are
-        // closed by uWS's own idle timeout. Answers are synchronous, so nothing is half done;
+        // closed by uWS's own idle timeout. Deferred answers in flight get up to drainMs;
         // the short wait lets requests already on the wire still be answered.
-        exchange.closing = true
+        state.closing = true
+        yield* drainPending(state, options.drainMs ?? 5_000)
         yield* Effect.sleep("50 millis")
       })
   )
 
 /** The exchange of the node:http engine: one per request (this engine is the fallback). */
-class NodeExchange implements HttpExchange {
+class NodeExchange implements HttpExchange, DeferredAnswer {
   readonly method: string
   readonly path: string
+  private readonly rawQuery: string
   ended = false
+  deferred = false
+  aborted = false
   private code = 200
   private readonly headers: Array<string> = []
   constructor(
@@ -229,27 +397,74 @@ class NodeExchange implements HttpExchange {
     const url = req.url ?? "/"
     const q = url.indexOf("?")
     this.path = q < 0 ? url : url.slice(0, q)
+    this.rawQuery = q < 0 ? "" : url.slice(q + 1)
   }
   header(name: string): string {
     const v = this.req.headers[name]
     return v === undefined ? "" : Array.isArray(v) ? v.join(", ") : v
   }
-  writeHeader(name: string, value: string): HttpExchange {
+  query(): string {
+    return this.rawQuery
+  }
+  writeHeader(name: string, value: string): this {
     this.headers.push(name, value)
     return this
   }
   remoteAddress(): string {
     return this.req.socket.remoteAddress ?? ""
   }
-  writeStatus(code: number): HttpExchange {
+  writeStatus(code: number): this {
     this.code = code
     return this
   }
-  end(body: string): void {
-    this.headers.push("Content-Length", String(Buffer.byteLength(body)))
+  end(body: string | Uint8Array): void {
+    if (this.ended || this.aborted) return
+    this.headers.push("Content-Length", String(contentLength(body)))
     this.res.writeHead(this.code, this.headers)
     this.res.end(body)
     this.ended = true
+  }
+  endWithoutBody(): void {
+    if (this.ended || this.aborted) return
+    this.res.writeHead(this.code, this.headers)
+    this.res.end()
+    this.ended = true
+  }
+  defer(): DeferredAnswer {
+    this.deferred = true
+    this.res.once("close", () => {
+      if (!this.ended) this.aborted = true
+    })
+    return this
+  }
+  readBody(maxBytes: number) {
+    const answer = this.defer()
+    const tooLarge = () => {
+      this.headers.push("Connection", "close")
+      return undefined
+    }
+    const declared = this.header("content-length")
+    if (declared !== "" && !(Number(declared) <= maxBytes)) {
+      return { answer, body: Promise.resolve(tooLarge()) }
+    }
+    const body = new Promise<Uint8Array | undefined>((resolve) => {
+      const chunks: Array<Buffer> = []
+      let size = 0
+      const onData = (chunk: Buffer) => {
+        size += chunk.byteLength
+        if (size > maxBytes) {
+          this.req.off("data", onData)
+          this.req.pause()
+          return resolve(tooLarge())
+        }
+        chunks.push(chunk)
+      }
+      this.req.on("data", onData)
+      this.req.once("end", () => resolve(Buffer.concat(chunks, size)))
+      this.req.once("error", () => resolve(undefined))
+      this.req.once("close", () => resolve(undefined))
+    })
+    return { answer, body }
   }
 }
 
@@ -263,7 +478,9 @@ const serveNode = (options: ServeOptions) =>
         } catch (error) {
           options.onError(error)
         }
-        if (!exchange.ended) exchange.writeStatus(500).writeHeader("Content-Type", "text/plain").end(INTERNAL_ERROR)
+        if (!exchange.ended && !exchange.deferred) {
+          exchange.writeStatus(500).writeHeader("Content-Type", "text/plain").end(INTERNAL_ERROR)
+        }
       })
       server.on("clientError", (_error, socket) => {
         if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")

@@ -1,0 +1,28 @@
+import { Config, Layer } from "effect"
+import { AppConfig } from "../../infra/AppConfig.js"
+import { FsBlobStoreLive } from "../../infra/blobstore/FsBlobStore.js"
+import { DatabaseLive } from "../../infra/Database.js"
+import { httpEngineConfig } from "../../infra/http/HttpServer.js"
+import { Images } from "../../infra/Images.js"
+import { runMain } from "../../infra/Main.js"
+import { Outbox } from "../../infra/Outbox.js"
+import { MediaLive, mediaCacheBytesConfig, mediaReportsPerMinuteConfig } from "./Media.js"
+
+// Every setting is read first (AppConfig, HTTP_ENGINE, MEDIA_*), so a bad one stops start-up
+// before the database starts.
+const Settings = Layer.merge(
+  AppConfig.layer,
+  Layer.effectDiscard(Config.all([httpEngineConfig, mediaCacheBytesConfig, mediaReportsPerMinuteConfig]))
+)
+
+// The image host on its own (`npm run start:media`): as many copies as needed, all reading
+// the same PostgreSQL and blob store.
+runMain(
+  MediaLive.pipe(
+    Layer.provide(Images.layer),
+    Layer.provide(Outbox.layer),
+    Layer.provide(FsBlobStoreLive),
+    Layer.provideMerge(DatabaseLive),
+    Layer.provide(Settings)
+  )
+)

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The hosted-image pipeline, measured in ONE run on this machine (ratios, because absolute
+# numbers move with the machine's noise): upload-to-ready of a ~10 MiB JPEG, a small PNG and
+# an animated GIF next to a bare sharp(...).webp() of the same file with the same settings,
+# and the redirector's throughput while conversions run over the same without them. See
+# bench/images.ts for the method.
+#
+#   bash bench/images.sh            (or: npm run bench:images)
+#
+# Tunables: BENCH_DURATION (seconds per wrk phase, default 10), BENCH_RUNS (uploads per file,
+# default 3), BENCH_KEEP=1 keeps the temporary dir.
+#
+# The service runs on the embedded default (embedded PostgreSQL and event log, chDB,
+# filesystem blobs) in a temporary DATA_DIR, with IMAGE_CLASSIFIER=none so that
+# classification after publication does not load the machine between measurements. The
+# last line on stdout is one JSON object:
+#   {"jpeg_ratio", "png_ratio", "gif_ratio", "redirect_under_load_ratio"}
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BENCH_NAME=bench/images.sh
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+ensure_wrk
+command -v curl >/dev/null 2>&1 || die "curl is required"
+[ -d node_modules/tsx ] || die "node_modules is missing: run npm install first"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-bench-images.XXXXXX")
+DATA_DIR_BENCH=$TMP/data
+mkdir -p "$DATA_DIR_BENCH"
+chmod 0711 "$TMP" # the embedded PostgreSQL runs as `postgres` when we are root
+ALL_PID="" DRIVER_PID=""
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  stop_pid "$DRIVER_PID" 5
+  stop_pid "$ALL_PID" 60
+  stop_embedded_postgres "$DATA_DIR_BENCH"
+  if [ "$status" -ne 0 ] && [ -s "$TMP/all.log" ]; then
+    printf -- '--- last lines of the service log ---\n' >&2
+    tail -n 30 "$TMP/all.log" >&2 || true
+  fi
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then printf '%s: kept %s\n' "$BENCH_NAME" "$TMP" >&2; else rm -rf "$TMP"; fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port API_PORT 18680
+free_port SHORT_PORT 18681
+free_port MEDIA_PORT 18682
+free_port WORKERS_PORT 18683
+API=http://127.0.0.1:$API_PORT
+
+unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL S3_BUCKET
+export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT WORKERS_PORT LOG_LEVEL=Warn IMAGE_CLASSIFIER=none
+export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
+
+start=$(date +%s)
+node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
+ALL_PID=$!
+wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
+wait_http "http://127.0.0.1:$SHORT_PORT/readyz" "$ALL_PID" "the redirector" 60 200
+log "bench: service up after $(($(date +%s) - start))s (embedded engines in $DATA_DIR)"
+
+ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
+API_KEY=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes images:read,images:write,links:write --json |
+  tail -n 1 | json_field key) || die "cli keys create failed"
+
+BENCH_API=$API/v1 BENCH_KEY=$API_KEY BENCH_SHORT=http://127.0.0.1:$SHORT_PORT BENCH_TMP=$TMP \
+  BENCH_DURATION=${BENCH_DURATION:-10} BENCH_RUNS=${BENCH_RUNS:-3} \
+  node --import tsx bench/images.ts &
+DRIVER_PID=$!
+wait "$DRIVER_PID"
+DRIVER_PID=""
