@@ -136,7 +136,7 @@ export const usagePeriod = (now: Date): string => {
 }
 
 /** Metrics counted per account and period (usage_counters.metric). */
-export type UsageMetric = "links"
+export type UsageMetric = "links" | "image_uploads"
 
 /**
  * The monthly link quota that applies, or null when none does: Unmetered Partner Keys skip
@@ -144,6 +144,20 @@ export type UsageMetric = "links"
  */
 export const linkQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
   unmetered ? null : plan.links_per_month
+
+/**
+ * The monthly image upload quota (uploads and URL imports) that applies, or null for an
+ * Unmetered Partner Key (its uploads are still counted).
+ */
+export const imageUploadQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
+  unmetered ? null : plan.image_uploads_per_month
+
+/**
+ * The storage limit that applies to a key's uploads, or null for an Unmetered Partner Key:
+ * its images are counted apart (the account's Partner bytes) and never limited.
+ */
+export const storageQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
+  unmetered ? null : plan.storage_bytes
 
 /** `error.detail` of a used-up quota: the quota's name, what is used and the limit. */
 export const quotaDetail = (quota: keyof PlanLimits, used: number, limit: number): string =>

@@ -1,13 +1,17 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./Analytics/Api.js"
 import * as E from "./Errors.js"
+import { ImagesApi } from "./Images/Api.js"
 import { LinksApi } from "./Links/Api.js"
+import { UsageApi } from "./Usage/Api.js"
 import { UtmPresetsApi } from "./UtmPresets/Api.js"
 
 export class Api extends HttpApi.make("v1")
   .add(LinksApi)
   .add(UtmPresetsApi)
   .add(AnalyticsApi)
+  .add(ImagesApi)
+  .add(UsageApi)
   .addError(E.Unauthenticated)
   .addError(E.ApiScopeRequired)
   .addError(E.RateLimited)

@@ -78,6 +78,11 @@ export const IdempotencyRequestInProgress = define(
 export const SlugTaken = define(409, "slug_taken", "The custom slug is already in use or reserved.")
 export const DomainTaken = define(409, "domain_taken", "The hostname is already registered.")
 export const LinkDisabled = define(409, "link_disabled", "The link is disabled and cannot be changed.")
+export const ImageFailed = define(
+  409,
+  "image_failed",
+  "The image's conversion failed for good (its `failure` says why): it is never published, so it cannot be rated. Delete it and upload the file again, fixed."
+)
 export const UtmPresetNameTaken = define(
   409,
   "utm_preset_name_taken",
@@ -87,18 +92,43 @@ export const UtmPresetNameTaken = define(
 export const PayloadTooLarge = define(
   413,
   "payload_too_large",
-  "The request body is larger than this endpoint accepts."
+  "The request body is larger than this endpoint accepts: JSON bodies 1048576 bytes; an image file 10485760 bytes (a multipart body may carry at most 65536 bytes of form data besides). An upload is refused as soon as it passes the limit, without reading the rest, and the connection is closed."
 )
 export const UnsupportedMediaType = define(
   415,
   "unsupported_media_type",
-  "The Content-Type is not one this endpoint accepts."
+  "The Content-Type is not one this endpoint accepts, or (image uploads) the bytes are not a JPEG, PNG, WebP or GIF image whatever type was declared."
 )
 // 422
 export const UrlNotAllowed = define(
   422,
   "url_not_allowed",
-  "The URL is not allowed. A link destination is refused when it points back at this service (one of its own hosts, or a loopback name or address such as localhost, 127.0.0.1 or [::1] on one of its ports), because the short link would loop; private addresses are otherwise valid destinations, since links are never fetched by the server. Server-side fetches (URL import and snapshots, in later features) also refuse private, loopback, link-local and reserved addresses in any notation."
+  "The URL is not allowed. A link destination is refused when it points back at this service (one of its own hosts, or a loopback name or address such as localhost, 127.0.0.1 or [::1] on one of its ports), because the short link would loop; private addresses are otherwise valid destinations, since links are never fetched by the server. Server-side fetches (POST /images/url, and snapshots) also refuse private, loopback, link-local, metadata and reserved addresses in any notation (decimal, octal, hexadecimal, IPv4-mapped IPv6 and the like), schemes other than http and https, URLs with credentials, and the service's own hosts."
+)
+export const RedirectNotAllowed = define(
+  422,
+  "redirect_not_allowed",
+  "The source redirected somewhere a server-side fetch may not go: a private or reserved address, another scheme, https to http, or more than 3 redirects."
+)
+export const NotAnImage = define(
+  422,
+  "not_an_image",
+  "The source answered, but its bytes are not a JPEG, PNG, WebP or GIF image (for example an HTML page or a post that shows an image): give the URL of the image file itself."
+)
+export const SourceTooLarge = define(
+  422,
+  "source_too_large",
+  "The source's response is larger than the 10485760-byte image file limit."
+)
+export const SourceForbidden = define(
+  422,
+  "source_forbidden",
+  "The source answered 403 to the server-side fetch. Download the file yourself and upload its bytes to POST /images as multipart/form-data (part `file`)."
+)
+export const SourceUnreachable = define(
+  422,
+  "source_unreachable",
+  "The source gave no usable answer: the name did not resolve, the connection failed or timed out (15 s), it answered 5xx after retries, or it answered with another non-success status such as 404."
 )
 // 429
 export const RateLimited = define(

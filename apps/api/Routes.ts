@@ -11,7 +11,7 @@ export interface Route {
   readonly template: string
   readonly pattern: RegExp
   readonly scope: Scope | undefined
-  readonly body: "json" | undefined
+  readonly body: "json" | "upload" | undefined
   readonly mutating: boolean
 }
 

@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { Idempotency } from "../../infra/Idempotency.js"
+import { Images } from "../../infra/Images.js"
 import { Links } from "../../infra/Links.js"
 import { nodeServerLayer } from "../../infra/NodeServer.js"
 import { Outbox } from "../../infra/Outbox.js"
@@ -10,28 +11,36 @@ import { Usage } from "../../infra/Usage.js"
 import { UtmPresets } from "../../infra/UtmPresets.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
+import { ImagesHttp } from "./Images/Http.js"
 import { LinksHttp } from "./Links/Http.js"
 import { makePipeline } from "./Pipeline.js"
 import { Authentication, AuthenticationLive } from "./Security.js"
+import { UsageHttp } from "./Usage/Http.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide(LinksHttp),
   Layer.provide(UtmPresetsHttp),
   Layer.provide(AnalyticsHttp),
+  Layer.provide(ImagesHttp),
+  Layer.provide(UsageHttp),
   Layer.provide(Layer.succeed(Authentication, AuthenticationLive))
 )
 
 const Repositories = Layer.mergeAll(
   Accounts.layerCached,
   Idempotency.layer,
+  Images.layer,
   Links.layer,
-  Outbox.layer,
   Usage.layer,
   UtmPresets.layer
-)
+  // The images repository appends its events to the outbox itself.
+).pipe(Layer.provideMerge(Outbox.layer))
 
-/** The API's routes behind the pipeline; needs an HttpServer, the database, the config, the plans and Analytics. */
+/**
+ * The API's routes behind the pipeline; needs an HttpServer, the database, the config, the
+ * plans, Analytics, the image Codec and the SafeFetcher (from the composition root).
+ */
 // The pipeline wraps the app itself (not HttpServer.serve's middleware slot, which runs
 // after the response is written) so that it can replay, rewrite and roll back.
 export const ApiHttpLive = Layer.unwrapScoped(

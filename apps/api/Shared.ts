@@ -43,8 +43,11 @@ export const Limit = intFromString(1, 100).annotations({
 /** The `cursor` query parameter of every collection; checked by `keysetPage`. */
 export const Cursor = Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })
 
-/** How the pipeline reads an endpoint's body before the handler runs. */
-export class BodyKind extends Context.Tag("BodyKind")<BodyKind, "json">() {}
+/**
+ * How the pipeline reads an endpoint's body before the handler runs: `json`, or `upload`
+ * (raw image bytes or multipart/form-data, see Upload.ts).
+ */
+export class BodyKind extends Context.Tag("BodyKind")<BodyKind, "json" | "upload">() {}
 
 /**
  * What the OpenAPI document says about an endpoint's success response beyond what HttpApi

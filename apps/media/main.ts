@@ -1,6 +1,6 @@
 import { Config, Layer } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { FsBlobStoreLive } from "../../infra/blobstore/FsBlobStore.js"
+import { BlobStoreLive } from "../../infra/blobstore/BlobStoreLive.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { httpEngineConfig } from "../../infra/http/HttpServer.js"
 import { Images } from "../../infra/Images.js"
@@ -21,7 +21,7 @@ runMain(
   MediaLive.pipe(
     Layer.provide(Images.layer),
     Layer.provide(Outbox.layer),
-    Layer.provide(FsBlobStoreLive),
+    Layer.provide(BlobStoreLive),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(Settings)
   )

@@ -72,14 +72,19 @@ describe("OpenAPI document", () => {
     expect(codesOf(op("/v1/links/{id}", "get"), "404")).toEqual(["not_found"])
   })
 
-  it("documents 403 quota_exceeded where a plan limit applies: link create and link options", () => {
+  it("documents 403 quota_exceeded where a plan limit applies: link create, link options, image upload and import", () => {
     const withQuota: Array<string> = []
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const [method, operation] of Object.entries<any>(item)) {
         if (codesOf(operation, "403").includes("quota_exceeded")) withQuota.push(`${method} ${path}`)
       }
     }
-    expect(withQuota.sort()).toEqual(["patch /v1/links/{id}/options", "post /v1/links"])
+    expect(withQuota.sort()).toEqual([
+      "patch /v1/links/{id}/options",
+      "post /v1/images",
+      "post /v1/images/url",
+      "post /v1/links"
+    ])
     expect(doc.components.schemas.QuotaExceededError.description).toMatch(/quota/)
     expect(doc.components.schemas.RateLimitedError.description).toMatch(/Retry-After/)
   })
@@ -218,6 +223,42 @@ describe("OpenAPI document", () => {
       : schema.properties.custom_slug
     expect(slug.pattern).toBe("^[A-Za-z0-9_-]{4,32}$")
     expect(doc.components.schemas.UpdateLink).toMatchObject({ required: ["url"], additionalProperties: false })
+  })
+
+  it("documents the image endpoints: upload media types, 202, 413/415, the URL import's 422 codes, no scope on /usage", () => {
+    const upload = op("/v1/images", "post")
+    expect(Object.keys(upload.requestBody.content).sort()).toEqual([
+      "image/gif",
+      "image/jpeg",
+      "image/png",
+      "image/webp",
+      "multipart/form-data"
+    ])
+    expect(upload.requestBody.content["multipart/form-data"].schema.required).toEqual(["file"])
+    expect(upload.responses["202"]).toBeDefined()
+    expect(codesOf(upload, "413")).toEqual(["payload_too_large"])
+    expect(codesOf(upload, "415")).toEqual(["unsupported_media_type"])
+    expect(codesOf(upload, "403")).toContain("quota_exceeded")
+    expect(codesOf(op("/v1/images/url", "post"), "422").sort()).toEqual([
+      "not_an_image",
+      "redirect_not_allowed",
+      "source_forbidden",
+      "source_too_large",
+      "source_unreachable",
+      "url_not_allowed"
+    ])
+    expect(Object.keys(op("/v1/images/{id}/rating", "patch").responses)).toEqual(
+      expect.arrayContaining(["200", "202", "404", "409"])
+    )
+    expect(codesOf(op("/v1/images/{id}/rating", "patch"), "409")).toContain("image_failed")
+    expect(codesOf(op("/v1/images/{id}", "get"), "404")).toEqual(["not_found"])
+    expect(op("/v1/usage", "get")["x-required-scope"]).toBeUndefined()
+    const image = doc.components.schemas.Image
+    expect(image.required).toEqual(
+      expect.arrayContaining(["id", "status", "status_url", "url", "share_url", "mime_type", "content_rating"])
+    )
+    expect(doc.components.schemas.SourceForbiddenError.description).toMatch(/multipart/)
+    expect(doc.components.schemas.StorageUsage.properties.used.description).toMatch(/Partner/)
   })
 
   it("documents the CSV export and the QR download with their media types", () => {

@@ -15,8 +15,12 @@ import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { ChdbAnalyticsLive } from "../../infra/analytics/Chdb.js"
 import { ClickHouseServerAnalyticsLive } from "../../infra/analytics/ClickHouseServer.js"
+import { codecLayer } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EmbeddedEventLogLive } from "../../infra/eventlog/Embedded.js"
+import { SafeFetcher, type SafeFetcherOptions } from "../../infra/fetcher/SafeFetcher.js"
+import { Images } from "../../infra/Images.js"
+import { Outbox } from "../../infra/Outbox.js"
 import { Plans } from "../../infra/Plans.js"
 import { createTestDatabase, dropTestDatabase } from "./database.js"
 
@@ -37,6 +41,8 @@ export interface TestApi {
   /** Moves an account to another plan (no check against the plan table: that is the CLI's). */
   readonly setPlan: (accountId: string, plan: string) => Promise<void>
   readonly revokeKey: (keyId: string) => Promise<void>
+  /** Runs an effect against the images repository of the test API's database (e.g. to mark an image ready). */
+  readonly withImages: <A, E>(f: (images: Images["Type"]) => Effect.Effect<A, E>) => Promise<A>
   /** Publishes to the embedded event log (only with `clickProjector: true`). */
   readonly publish: (topic: string, records: ReadonlyArray<OutgoingRecord>) => Promise<void>
   readonly close: () => Promise<void>
@@ -68,6 +74,13 @@ export interface TestApiOptions {
   readonly analytics?: "chdb" | "clickhouse"
   /** Also run the embedded event log and the click projector (clicks published with `publish` reach the API). */
   readonly clickProjector?: boolean
+  /** PUBLIC_IMAGE_HOST of the test API (default: the built-in http://localhost:8082). */
+  readonly imageHost?: string
+  /**
+   * The SafeFetcher of URL imports. Default: loopback allowed (so tests can import from a
+   * local server), the configured public hosts as its own; every other refused range stays refused.
+   */
+  readonly fetcher?: SafeFetcherOptions
 }
 
 let chdbDir: string | undefined
@@ -114,7 +127,8 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
   const databaseUrl = await createTestDatabase()
   const config = AppConfig.make({
     databaseUrl: Option.some(Redacted.make(databaseUrl)),
-    shortBase: overrides.shortBase ?? "http://sho.rt"
+    shortBase: overrides.shortBase ?? "http://sho.rt",
+    ...(overrides.imageHost === undefined ? {} : { imageHost: overrides.imageHost })
   })
   const analyticsEngine = overrides.analytics ?? "chdb"
   const analyticsDatabase = uniqueDatabase()
@@ -122,9 +136,22 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
   const workers = overrides.clickProjector
     ? ClickProjectorLive.pipe(Layer.provideMerge(EmbeddedEventLogLive))
     : (Layer.empty as unknown as Layer.Layer<EventLog>)
+  const fetcher = SafeFetcher.layer({
+    allowLoopback: true,
+    ownHosts: [
+      overrides.shortBase ?? "http://sho.rt",
+      overrides.imageHost ?? "http://localhost:8082",
+      "http://localhost:8080"
+    ].map((base) => new URL(base).host),
+    ...overrides.fetcher
+  })
   const layer = Layer.merge(ApiHttpLive, workers).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    // The API only probes image headers: no converter process is started.
+    Layer.provide(codecLayer({ concurrency: 1 })),
+    Layer.provide(fetcher),
     Layer.provideMerge(Accounts.layer),
+    Layer.provideMerge(Images.layer.pipe(Layer.provide(Outbox.layer))),
     Layer.provide(testAnalyticsLayer(analyticsEngine, analyticsDatabase)),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(config),
@@ -154,6 +181,7 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     setPlan: async (accountId, plan) => {
       await run(Effect.flatMap(Accounts, (a) => a.setPlan({ accountId, plan })))
     },
+    withImages: (f) => runtime.runPromise(Effect.flatMap(Images, f)),
     revokeKey: async (keyId) => {
       await run(Effect.flatMap(Accounts, (a) => a.revokeKey(keyId)))
     },

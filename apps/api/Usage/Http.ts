@@ -1,0 +1,48 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect } from "effect"
+import { imageUploadQuota, linkQuota, storageQuota, usagePeriod } from "../../../domain/Plan.js"
+import { Images } from "../../../infra/Images.js"
+import { Plans } from "../../../infra/Plans.js"
+import { Usage } from "../../../infra/Usage.js"
+import { Api } from "../Api.js"
+import { CurrentPrincipal } from "../Security.js"
+import { envelope } from "../Shared.js"
+
+export const UsageHttp = HttpApiBuilder.group(Api, "usage", (handlers) =>
+  Effect.gen(function* () {
+    const usage = yield* Usage
+    const images = yield* Images
+    const plans = yield* Plans
+
+    return handlers.handle("get", () =>
+      Effect.gen(function* () {
+        const principal = yield* CurrentPrincipal
+        const plan = plans.limits(principal.plan)
+        const period = usagePeriod(new Date())
+        const [links, uploads, storage] = yield* Effect.all(
+          [
+            usage.current(principal.accountId, period, "links"),
+            usage.current(principal.accountId, period, "image_uploads"),
+            images.storage(principal.accountId)
+          ],
+          { concurrency: "unbounded" }
+        )
+        const total = storage.ordinary + storage.unmetered
+        return yield* envelope({
+          plan: principal.plan,
+          links: { used: links, limit: linkQuota(plan, principal.unmetered) },
+          images: {
+            uploads: { used: uploads, limit: imageUploadQuota(plan, principal.unmetered) },
+            storage_bytes: {
+              // Ordinary keys count only ordinary images against their limit; Partner keys see the total.
+              used: principal.unmetered ? total : storage.ordinary,
+              limit: storageQuota(plan, principal.unmetered),
+              total_used: total,
+              unmetered_used: storage.unmetered
+            }
+          }
+        })
+      })
+    )
+  })
+)
