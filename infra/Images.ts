@@ -24,6 +24,7 @@ interface DbImage {
   source_format: string
   source_bytes: string
   source_url: string | null
+  source_key: string | null
   reserved_bytes: string
   mime_type: string | null
   ext: string | null
@@ -54,6 +55,8 @@ export interface ImageRow {
   readonly sourceFormat: string
   readonly sourceBytes: number
   readonly sourceUrl: string | null
+  /** The private source in the blob store, while it is kept. */
+  readonly sourceKey: string | null
   readonly reservedBytes: number
   readonly mimeType: string | null
   readonly ext: string | null
@@ -83,6 +86,7 @@ const toRow = (r: DbImage): ImageRow => ({
   sourceFormat: r.source_format,
   sourceBytes: Number(r.source_bytes),
   sourceUrl: r.source_url,
+  sourceKey: r.source_key,
   reservedBytes: Number(r.reserved_bytes),
   mimeType: r.mime_type,
   ext: r.ext,
@@ -129,6 +133,8 @@ export interface NewImage {
   readonly sourceFormat: string
   readonly sourceBytes: number
   readonly sourceUrl: string | null
+  /** Where the caller put the private source in the blob store (none: no conversion job). */
+  readonly sourceKey?: string | null
   /**
    * What the conversion will publish, known from the probe (domain/ImageFormat
    * publishedFormat): so `url` and `mime_type` are final from the 202 on.
@@ -150,7 +156,8 @@ export interface Published {
 
 export interface Job {
   readonly imageId: string
-  readonly source: Buffer | null
+  /** The private source in the blob store; null once purged. */
+  readonly sourceKey: string | null
   readonly attempts: number
   readonly tier: "normal" | "fast"
   readonly createdAt: Date
@@ -191,9 +198,10 @@ const make = Effect.gen(function* () {
     const ratingSource: RatingSource | null = image.requestedRating === "auto" ? null : "owner"
     return sql<{ id: string }>`
       INSERT INTO images (id, account_id, unmetered, requested_rating, rating, rating_source, source_format,
-                          source_bytes, source_url, reserved_bytes, mime_type, ext)
+                          source_bytes, source_url, source_key, reserved_bytes, mime_type, ext)
       VALUES (${image.id}, ${image.accountId}, ${image.unmetered}, ${image.requestedRating}, ${rating},
-              ${ratingSource}, ${image.sourceFormat}, ${image.sourceBytes}, ${image.sourceUrl}, ${image.sourceBytes},
+              ${ratingSource}, ${image.sourceFormat}, ${image.sourceBytes}, ${image.sourceUrl}, ${image.sourceKey ?? null},
+              ${image.sourceBytes},
               ${image.mimeType}, ${image.ext})
       ON CONFLICT (id) DO NOTHING
       RETURNING id`.pipe(
@@ -279,12 +287,9 @@ const make = Effect.gen(function* () {
   const emit = (type: string, row: ImageRow, extra: Record<string, unknown> = {}) =>
     outbox.append(Topics.images, row.id, type, row.accountId, { ...imageEventData(row), ...extra })
 
-  /** The job that carries the private source to the conversion worker. */
-  const insertJob = (imageId: string, source: Uint8Array) =>
-    sql`INSERT INTO image_jobs (image_id, source) VALUES (${imageId}, ${Buffer.from(source)})`.pipe(
-      Effect.asVoid,
-      Effect.orDie
-    )
+  /** The conversion job of a new image (its source is at the image's source_key). */
+  const insertJob = (imageId: string) =>
+    sql`INSERT INTO image_jobs (image_id) VALUES (${imageId})`.pipe(Effect.asVoid, Effect.orDie)
 
   /**
    * Publishes a processing image: the reservation becomes the published size, the job and
@@ -459,11 +464,17 @@ const make = Effect.gen(function* () {
 
   const toJob = (r: {
     image_id: string
-    source: Buffer | null
+    source_key: string | null
     attempts: number
     tier: "normal" | "fast"
     created_at: Date
-  }): Job => ({ imageId: r.image_id, source: r.source, attempts: r.attempts, tier: r.tier, createdAt: r.created_at })
+  }): Job => ({
+    imageId: r.image_id,
+    sourceKey: r.source_key,
+    attempts: r.attempts,
+    tier: r.tier,
+    createdAt: r.created_at
+  })
 
   /**
    * Takes the job of this image under a lease of `leaseMs` unless another worker holds an
@@ -471,11 +482,12 @@ const make = Effect.gen(function* () {
    */
   const claim = (imageId: string, owner: string, leaseMs: number) =>
     sql<any>`
-      UPDATE image_jobs SET lease_owner = ${owner},
+      UPDATE image_jobs j SET lease_owner = ${owner},
         lease_until = clock_timestamp() + ${leaseMs} * interval '1 millisecond'
-      WHERE image_id = ${imageId} AND not_before <= clock_timestamp()
-        AND (lease_until IS NULL OR lease_until < clock_timestamp())
-      RETURNING image_id, source, attempts, tier, created_at`.pipe(
+      FROM images i
+      WHERE j.image_id = ${imageId} AND i.id = j.image_id AND j.not_before <= clock_timestamp()
+        AND (j.lease_until IS NULL OR j.lease_until < clock_timestamp())
+      RETURNING j.image_id, i.source_key, j.attempts, j.tier, j.created_at`.pipe(
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toJob)),
       Effect.orDie
     )
@@ -523,6 +535,21 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
+  /**
+   * Private sources no longer needed: the conversion ended (ready or failed) or the image was
+   * deleted. The worker removes each blob, then `sourceRemoved`.
+   */
+  const staleSources = (limit: number) =>
+    sql<{ id: string; source_key: string }>`
+      SELECT id, source_key FROM images
+      WHERE source_key IS NOT NULL AND (status <> 'processing' OR deleted_at IS NOT NULL)
+      ORDER BY updated_at LIMIT ${limit}`.pipe(Effect.orDie)
+
+  const sourceRemoved = (id: string) =>
+    sql`
+      UPDATE images SET source_key = NULL
+      WHERE id = ${id} AND (status <> 'processing' OR deleted_at IS NOT NULL)`.pipe(Effect.asVoid, Effect.orDie)
+
   // --- reports ---------------------------------------------------------------------------
 
   const report = (imageId: string, reason: string) =>
@@ -568,6 +595,8 @@ const make = Effect.gen(function* () {
     renewLease,
     retryLater,
     expiredJobs,
+    staleSources,
+    sourceRemoved,
     report,
     openReports
   } as const

@@ -141,12 +141,15 @@ const rewriteDecodeError = (response: HttpServerResponse.HttpServerResponse, req
   return errorResponse(E.InvalidRequest, requestId, "The request failed validation.", detail || body.message)
 }
 
-// A dependency that is down (PostgreSQL, the analytics store): 503 with Retry-After, not 500.
+// A dependency that is down (PostgreSQL, the analytics store, the blob store): 503 with Retry-After, not 500.
 const isDatabaseFailure = (u: unknown) =>
   typeof u === "object" &&
   u !== null &&
   "_tag" in u &&
-  (u._tag === "SqlError" || u._tag === "EmbeddedPostgresError" || u._tag === "AnalyticsError")
+  (u._tag === "SqlError" ||
+    u._tag === "EmbeddedPostgresError" ||
+    u._tag === "AnalyticsError" ||
+    u._tag === "BlobStoreError")
 
 const isRouteNotFound = (u: unknown) => typeof u === "object" && u !== null && "_tag" in u && u._tag === "RouteNotFound"
 

@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
+import { BlobStoreLive } from "../../infra/blobstore/BlobStoreLive.js"
 import { CodecLive } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { SafeFetcher } from "../../infra/fetcher/SafeFetcher.js"
@@ -9,12 +10,14 @@ import { Plans } from "../../infra/Plans.js"
 import { ApiServerLive } from "./Server.js"
 
 // Settings first (AppConfig, then PLANS), so a bad one stops start-up before the database starts.
-// The codec probes uploads (headers only); URL imports go through the SSRF-safe fetcher.
+// The codec probes uploads (headers only), whose private sources go to the blob store for the
+// conversion worker; URL imports go through the SSRF-safe fetcher.
 runMain(
   ApiServerLive.pipe(
     Layer.provide(AnalyticsLive),
     Layer.provide(CodecLive),
     Layer.provide(SafeFetcher.live),
+    Layer.provide(BlobStoreLive),
     Layer.provide(DatabaseLive),
     Layer.provide(Plans.layer),
     Layer.provide(AppConfig.layer)

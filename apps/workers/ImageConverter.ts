@@ -147,8 +147,10 @@ export const runImageConverter = (options: ImageConverterOptions) =>
      */
     const attempt = (job: Job) =>
       Effect.gen(function* () {
-        const source = job.source
-        if (source === null) return yield* new SourceMissing()
+        if (job.sourceKey === null) return yield* new SourceMissing()
+        const stored = yield* blobs.get(job.sourceKey)
+        if (Option.isNone(stored)) return yield* new SourceMissing()
+        const source = stored.value
         const converted = yield* Effect.raceFirst(codec.convert(source, { tier: job.tier }), keepLease(job.imageId))
         const key = `images/${job.imageId}.${extensionOf(converted.mime_type)}`
         // Do not write over a blob that a worker which took over may already have published.
@@ -208,11 +210,30 @@ export const runImageConverter = (options: ImageConverterOptions) =>
         )
     }
 
-    const processJob = (imageId: string) =>
+    /** A private source is deleted once its conversion has ended (or the image is gone). */
+    const dropSource = (imageId: string, key: string) =>
+      Effect.zipRight(blobs.remove(key), images.sourceRemoved(imageId))
+
+    /** Right after a job ends, so that the source is kept no longer than needed; the sweep retries. */
+    const dropSourceIfDone = (job: Job) =>
+      job.sourceKey === null
+        ? Effect.void
+        : images.byId(job.imageId).pipe(
+            Effect.flatMap((row) =>
+              Option.isSome(row) && (row.value.status !== "processing" || row.value.deletedAt !== null)
+                ? dropSource(job.imageId, job.sourceKey!)
+                : Effect.void
+            ),
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.void
+                : Effect.logWarning("image converter: source left for the sweep", cause)
+            )
+          )
+
+    const runJob = (job: Job) =>
       Effect.gen(function* () {
-        const claimed = yield* images.claim(imageId, options.workerId, options.leaseMs)
-        if (Option.isNone(claimed)) return
-        const job = claimed.value
+        const imageId = job.imageId
         const outcome = yield* attempt(job).pipe(
           Effect.catchAllDefect((defect) => Effect.fail({ _tag: "Unexpected" as const, defect })),
           Effect.either
@@ -237,6 +258,13 @@ export const runImageConverter = (options: ImageConverterOptions) =>
               ? retryOrFail(job, temporary(error))
               : fail(imageId, permanentReason(error))
         }
+      })
+
+    const processJob = (imageId: string) =>
+      Effect.gen(function* () {
+        const claimed = yield* images.claim(imageId, options.workerId, options.leaseMs)
+        if (Option.isNone(claimed)) return
+        yield* runJob(claimed.value).pipe(Effect.ensuring(dropSourceIfDone(claimed.value)))
       }).pipe(
         // Whatever happens (database away while finishing), the worker goes on: the job stays
         // and is taken again once its lease expires.
@@ -297,6 +325,9 @@ export const runImageConverter = (options: ImageConverterOptions) =>
       }
       const due = yield* step("due-job scan", images.dueJobs(200))
       for (const id of due ?? []) yield* enqueue(id)
+      for (const { id, source_key } of (yield* step("source scan", images.staleSources(200))) ?? []) {
+        yield* step("removing a private source", dropSource(id, source_key)).pipe(Effect.annotateLogs({ imageId: id }))
+      }
       const gone = yield* step("deleted-blob scan", images.deletedBlobs(200))
       for (const { blob_key, id } of gone ?? []) {
         yield* step(

@@ -2,7 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * Hosted images: the record, its conversion job (the private source under a durable lease),
+ * Hosted images: the record, its conversion job (under a durable lease; the private source
+ * itself is in the blob store),
  * rating reviews and the rating audit trail, abuse reports from share pages, and the
  * storage counters the usage and the storage quota read.
  */
@@ -24,6 +25,9 @@ export default Effect.gen(function* () {
       source_format text NOT NULL,
       source_bytes bigint NOT NULL,
       source_url text,
+      -- The private source in the blob store while it is kept: until the conversion ends (or
+      -- the image is deleted), at most 24 hours; the worker's sweep removes it after.
+      source_key text,
       -- Counted in storage while processing; 0 once the conversion ends.
       reserved_bytes bigint NOT NULL DEFAULT 0,
       mime_type text,
@@ -42,10 +46,10 @@ export default Effect.gen(function* () {
     CREATE INDEX images_account_seq ON images(account_id, seq DESC) WHERE deleted_at IS NULL;
     -- Blobs of deleted images still to remove.
     CREATE INDEX images_deleted_blobs ON images(deleted_at) WHERE deleted_at IS NOT NULL AND blob_key IS NOT NULL;
+    CREATE INDEX images_sources ON images(updated_at) WHERE source_key IS NOT NULL;
 
     CREATE TABLE image_jobs (
       image_id text PRIMARY KEY REFERENCES images(id) ON DELETE CASCADE,
-      source bytea,
       attempts integer NOT NULL DEFAULT 0,
       tier text NOT NULL DEFAULT 'normal' CHECK (tier IN ('normal', 'fast')),
       not_before timestamptz NOT NULL DEFAULT now(),

@@ -116,6 +116,7 @@ interface Row {
   animated: boolean | null
   bytes: string | null
   reserved_bytes: string
+  source_key: string | null
 }
 const imageRow = async (id: string): Promise<Row> =>
   (await db.query("SELECT * FROM images WHERE id = $1", [id])).rows[0]
@@ -133,6 +134,20 @@ const eventsOf = async (id: string): Promise<Array<string>> =>
 const blobFiles = (id: string) =>
   existsSync(path.join(root, "images")) ? readdirSync(path.join(root, "images")).filter((f) => f.includes(id)) : []
 const settled = (id: string) => async () => (await imageRow(id)).status !== "processing"
+
+/**
+ * The private source is gone once the conversion has ended: the row no longer names one, and
+ * no file under sources/ is left that no row names.
+ */
+const expectSourceGone = async (id: string) => {
+  await waitFor(`the source of ${id} to be removed`, async () => (await imageRow(id)).source_key === null)
+  const named = new Set(
+    (await db.query("SELECT source_key FROM images WHERE source_key IS NOT NULL")).rows.map((r) => r.source_key)
+  )
+  const dir = path.join(root, "sources")
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => !f.startsWith(".")) : []
+  expect(files.filter((f) => !named.has(`sources/${f}`))).toEqual([])
+}
 
 /**
  * An upload as the API makes it: the storage reservation, the image (mime/ext predicted by the
@@ -153,6 +168,9 @@ const upload = (
       const probe = yield* Effect.option(codec.probe(bytes))
       const mimeType = o.predicted ?? Option.match(probe, { onNone: () => "image/webp", onSome: (p) => p.mime_type })
       const id = randomBytes(6).toString("base64url").replace(/[-_]/g, "x").slice(0, 7)
+      // As the API does: the private source under a random key, then the rows.
+      const sourceKey = `sources/${randomBytes(11).toString("hex")}`
+      yield* Effect.orDie((yield* BlobStore).put(sourceKey, bytes, mimeType))
       yield* sql.withTransaction(
         Effect.gen(function* () {
           yield* images.reserveStorage(accountId, false, bytes.length, null)
@@ -164,10 +182,11 @@ const upload = (
             sourceFormat: Option.match(probe, { onNone: () => "unknown", onSome: (p) => p.format }),
             sourceBytes: bytes.length,
             sourceUrl: null,
+            sourceKey,
             mimeType,
             ext: mimeType.split("/")[1]!
           })
-          yield* images.insertJob(id, bytes)
+          yield* images.insertJob(id)
           if (o.beforeCommit) yield* o.beforeCommit(id)
           yield* images.emit("image.uploaded", Option.getOrThrow(row))
         })
@@ -194,6 +213,7 @@ const expectPublishedWebp = async (id: string, accountId: string, size: { width:
   expect(Number(row.reserved_bytes)).toBe(0)
   expect(await storageOf(accountId)).toBe(blob.length)
   expect(await jobCount(id)).toBe(0)
+  await expectSourceGone(id)
   return blob
 }
 
@@ -288,6 +308,7 @@ describe("conversion worker", () => {
       expect([u.name, await jobCount(u.id), blobFiles(u.id), await storageOf(u.accountId)]).toEqual([u.name, 0, [], 0])
       expect([u.name, Number(row.reserved_bytes), row.blob_key]).toEqual([u.name, 0, null])
       expect(await eventsOf(u.id)).toEqual(["image.uploaded", "image.failed"])
+      await expectSourceGone(u.id)
     }
     // Still serving.
     const accountId = await newAccount()
@@ -368,6 +389,7 @@ describe("conversion worker", () => {
     expect([row.status, row.failure]).toEqual(["failed", EXPIRED_REASON])
     expect(row.failure).toMatch(/kept 24 h and has been purged/)
     expect([await jobCount(id), blobFiles(id), await storageOf(accountId)]).toEqual([0, [], 0])
+    await expectSourceGone(id)
   })
 
   it("a deleted image's blob is removed by the sweep", async () => {
@@ -440,5 +462,6 @@ describe("conversion worker", () => {
       0,
       0
     ])
+    await expectSourceGone(id)
   })
 })

@@ -15,6 +15,8 @@ import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { ChdbAnalyticsLive } from "../../infra/analytics/Chdb.js"
 import { ClickHouseServerAnalyticsLive } from "../../infra/analytics/ClickHouseServer.js"
+import { BlobStore } from "../../infra/blobstore/BlobStore.js"
+import { makeFsBlobStore } from "../../infra/blobstore/FsBlobStore.js"
 import { codecLayer } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EmbeddedEventLogLive } from "../../infra/eventlog/Embedded.js"
@@ -130,6 +132,7 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     shortBase: overrides.shortBase ?? "http://sho.rt",
     ...(overrides.imageHost === undefined ? {} : { imageHost: overrides.imageHost })
   })
+  const blobDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-blobs-"))
   const analyticsEngine = overrides.analytics ?? "chdb"
   const analyticsDatabase = uniqueDatabase()
   if (analyticsEngine === "chdb") chdbApis++
@@ -150,6 +153,8 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     // The API only probes image headers: no converter process is started.
     Layer.provide(codecLayer({ concurrency: 1 })),
     Layer.provide(fetcher),
+    // Uploads keep their private source here until a conversion worker (not run here) takes it.
+    Layer.provideMerge(Layer.succeed(BlobStore, makeFsBlobStore(blobDir))),
     Layer.provideMerge(Accounts.layer),
     Layer.provideMerge(Images.layer.pipe(Layer.provide(Outbox.layer))),
     Layer.provide(testAnalyticsLayer(analyticsEngine, analyticsDatabase)),
@@ -192,6 +197,7 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     close: async () => {
       await runtime.dispose()
       await dropTestDatabase(databaseUrl)
+      fs.rmSync(blobDir, { recursive: true, force: true })
       if (analyticsEngine === "clickhouse") await dropClickHouseDatabase(analyticsDatabase)
       else if (--chdbApis === 0) removeTestChdbDir()
     }

@@ -12,6 +12,7 @@ import { MAX_IMAGE_BYTES, sniffImageFormat } from "../../../domain/ImageFormat.j
 import { imageUploadQuota, quotaDetail, storageQuota, usagePeriod } from "../../../domain/Plan.js"
 import type { Principal } from "../../../infra/Accounts.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
+import { BlobStore } from "../../../infra/blobstore/BlobStore.js"
 import { Codec, type ImageInfo, type ProbeError } from "../../../infra/codec/ImageCodec.js"
 import { type FetchError, SafeFetcher } from "../../../infra/fetcher/SafeFetcher.js"
 import { randomBase62 } from "../../../infra/Ids.js"
@@ -46,6 +47,7 @@ const notAnImageDetail = (bytes: Uint8Array, error: ProbeError) => {
 export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
   Effect.gen(function* () {
     const images = yield* Images
+    const blobs = yield* BlobStore
     const codec = yield* Codec
     const fetcher = yield* SafeFetcher
     const config = yield* AppConfig
@@ -93,8 +95,10 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
     /**
      * Creates the image in the request's transaction: the monthly upload quota and the
      * storage quota (the source size is reserved until the conversion publishes the real
-     * size), a fresh 7-character id, the conversion job with the private source, and
-     * image.uploaded. Refused by a quota, nothing of it remains (403, stored for replay).
+     * size), a fresh 7-character id, the private source in the blob store (under a random
+     * key: it is never served), the conversion job, and image.uploaded. Refused by a quota,
+     * nothing of it remains (403, stored for replay). A blob store failure is a defect that the
+     * pipeline answers 503, rolling everything back.
      */
     const create = (
       principal: Principal,
@@ -110,9 +114,13 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
         const uploadLimit = imageUploadQuota(plan, principal.unmetered)
         const storageLimit = storageQuota(plan, principal.unmetered)
         const size = source.bytes.length
+        const sourceKey = `sources/${randomBase62(22)}`
+        let sourceWritten = false
         const insert = Effect.gen(function* () {
           const reserved = yield* images.reserveStorage(principal.accountId, principal.unmetered, size, storageLimit)
           if (Option.isNone(reserved)) return yield* new StorageFull({ limit: storageLimit ?? 0 })
+          yield* blobs.put(sourceKey, source.bytes, source.info.mime_type).pipe(Effect.orDie)
+          sourceWritten = true
           let row: ImageRow | undefined
           // 62^7 ids: a collision is rare, and each retry draws a fresh random one.
           for (let attempt = 0; attempt < 8 && row === undefined; attempt++) {
@@ -125,30 +133,36 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
                 sourceFormat: source.info.format,
                 sourceBytes: size,
                 sourceUrl: source.sourceUrl,
+                sourceKey,
                 mimeType: source.info.mime_type,
                 ext: source.info.published
               })
             )
           }
           if (row === undefined) return yield* Effect.dieMessage("could not allocate a free image id")
-          yield* images.insertJob(row.id, source.bytes)
+          yield* images.insertJob(row.id)
           yield* images.emit("image.uploaded", row)
           return row
         })
         const period = usagePeriod(new Date())
-        const counted = yield* usage
-          .counted(principal.accountId, period, "image_uploads", uploadLimit, insert)
-          .pipe(
-            Effect.catchTag("StorageFull", (full) =>
-              Effect.flatMap(images.storage(principal.accountId), (storage) =>
-                E.fail(
-                  E.QuotaExceeded,
-                  `The image does not fit in the plan's storage (plan ${principal.plan}).`,
-                  `${quotaDetail("storage_bytes", storage.ordinary, full.limit)}; this image needs ${size} more`
-                )
+        // The monthly quota is counted after the insert (serializing the account's uploads for
+        // the shortest time); a refusal rolls the insert back and the source goes with it.
+        const dropSource = Effect.suspend(() =>
+          sourceWritten ? blobs.remove(sourceKey).pipe(Effect.ignore) : Effect.void
+        )
+        const counted = yield* usage.counted(principal.accountId, period, "image_uploads", uploadLimit, insert).pipe(
+          Effect.tap((result) => (Either.isLeft(result) ? dropSource : Effect.void)),
+          Effect.onError(() => dropSource),
+          Effect.catchTag("StorageFull", (full) =>
+            Effect.flatMap(images.storage(principal.accountId), (storage) =>
+              E.fail(
+                E.QuotaExceeded,
+                `The image does not fit in the plan's storage (plan ${principal.plan}).`,
+                `${quotaDetail("storage_bytes", storage.ordinary, full.limit)}; this image needs ${size} more`
               )
             )
           )
+        )
         if (Either.isLeft(counted)) {
           return yield* E.fail(
             E.QuotaExceeded,
