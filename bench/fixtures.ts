@@ -58,24 +58,34 @@ export const makePng = () => {
     .toBuffer()
 }
 
-/** 320 × 240, 30 frames: a box moving over a gradient. */
+/**
+ * 480 × 270, 60 frames at 25 fps (a typical short reaction GIF, about 1 to 2 MiB): a
+ * photo-like moving scene (gradients, a moving disc, per-frame grain) that the GIF encoder
+ * has to dither, so the file has the weight of real footage rather than flat colours.
+ */
 export const makeGif = () => {
-  const width = 320
-  const height = 240
-  const frames = 30
+  const width = 480
+  const height = 270
+  const frames = 60
   const raw = Buffer.alloc(width * height * frames * 3)
+  const grain = randomBytes(width * height * frames)
   for (let f = 0; f < frames; f++) {
+    const cx = 60 + f * 6
+    const cy = 135 + Math.round(60 * Math.sin(f / 6))
     for (let y = 0; y < height; y++) {
       for (let x = 0; x < width; x++) {
-        const o = ((f * height + y) * width + x) * 3
-        const box = Math.abs(x - (f * 9 + 40)) < 30 && Math.abs(y - (f * 5 + 50)) < 30
-        raw[o] = box ? 250 : (x * 255) / width
-        raw[o + 1] = box ? 40 : (y * 255) / height
-        raw[o + 2] = box ? 40 : 128
+        const p = (f * height + y) * width + x
+        const o = p * 3
+        const n = (grain[p]! - 128) / 8
+        const disc = (x - cx) ** 2 + (y - cy) ** 2 < 45 ** 2
+        const clamp = (v: number) => Math.max(0, Math.min(255, v + n))
+        raw[o] = clamp(disc ? 235 : (x * 255) / width)
+        raw[o + 1] = clamp(disc ? 60 + f : (y * 255) / height)
+        raw[o + 2] = clamp(disc ? 50 : 96 + 64 * Math.sin((x + f * 4) / 40))
       }
     }
   }
   return sharp(raw, { raw: { width, height: height * frames, channels: 3, pageHeight: height } })
-    .gif({ delay: Array(frames).fill(40), loop: 0 })
+    .gif({ delay: Array(frames).fill(40), loop: 0, effort: 1 })
     .toBuffer()
 }

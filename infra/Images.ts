@@ -174,6 +174,9 @@ export interface Review {
   readonly decidedAt: Date | null
 }
 
+/** NOTIFY channel of new conversion jobs; the payload is the image id. */
+export const IMAGE_JOBS_CHANNEL = "image_jobs"
+
 const SELECT = `
   SELECT i.*, r.requested AS review_requested, r.status AS review_status
   FROM images i
@@ -287,9 +290,15 @@ const make = Effect.gen(function* () {
   const emit = (type: string, row: ImageRow, extra: Record<string, unknown> = {}) =>
     outbox.append(Topics.images, row.id, type, row.accountId, { ...imageEventData(row), ...extra })
 
-  /** The conversion job of a new image (its source is at the image's source_key). */
+  /**
+   * The conversion job of a new image (its source is at the image's source_key). Converters
+   * LISTENing on IMAGE_JOBS_CHANNEL hear of it the moment the transaction commits, ahead of
+   * image.uploaded through the outbox and the log.
+   */
   const insertJob = (imageId: string) =>
-    sql`INSERT INTO image_jobs (image_id) VALUES (${imageId})`.pipe(Effect.asVoid, Effect.orDie)
+    sql`
+      WITH job AS (INSERT INTO image_jobs (image_id) VALUES (${imageId}) RETURNING image_id)
+      SELECT pg_notify(${IMAGE_JOBS_CHANNEL}, image_id) FROM job`.pipe(Effect.asVoid, Effect.orDie)
 
   /**
    * Publishes a processing image: the reservation becomes the published size, the job and

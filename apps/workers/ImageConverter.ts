@@ -2,13 +2,14 @@ import { randomBytes } from "node:crypto"
 import os from "node:os"
 import type { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Config, Data, Effect, Either, Layer, Option, Queue, Schedule, Schema } from "effect"
+import { Cause, Config, Data, Effect, Either, Layer, Option, Queue, Runtime, Schedule, Schema } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { Topics } from "../../domain/Events.js"
 import { extensionOf, SOURCE_RETENTION_MS } from "../../domain/Image.js"
 import { BlobStore, type BlobStoreError } from "../../infra/blobstore/BlobStore.js"
 import { Codec, type ConvertError, defaultCodecOptions, isTransient } from "../../infra/codec/ImageCodec.js"
-import { Images, type Job } from "../../infra/Images.js"
+import { listenInBackground } from "../../infra/eventlog/Embedded.js"
+import { IMAGE_JOBS_CHANNEL, Images, type Job } from "../../infra/Images.js"
 import { Outbox } from "../../infra/Outbox.js"
 
 export const CONVERTER_GROUP = "image-converter"
@@ -340,6 +341,12 @@ export const runImageConverter = (options: ImageConverterOptions) =>
 
     // The handler runs inside the log's offset transaction: it only queues ids, the runners
     // work outside it.
+    // The fast path: a new job is announced on commit. The event below and the sweep stay the
+    // durable paths (a missed notification only costs latency).
+    const runtime = yield* Effect.runtime<never>()
+    yield* listenInBackground(sql, IMAGE_JOBS_CHANNEL, yield* Effect.scope, (imageId) => {
+      Runtime.runFork(runtime)(enqueue(imageId))
+    })
     yield* log.subscribe({ group: options.group, topic: options.topic }, ImageEnvelope, (batch) =>
       Effect.forEach(
         batch.events.filter((e) => e.event.type === "image.uploaded"),

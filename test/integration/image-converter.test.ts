@@ -228,7 +228,7 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-describe("conversion on image.uploaded (sweep off)", () => {
+describe("conversion of a new job (sweep off)", () => {
   let rt: ManagedRuntime.ManagedRuntime<Env, unknown>
   // The sweep runs once at start, then not again within the test: only the event starts a job.
   beforeAll(async () => {
