@@ -392,6 +392,22 @@ const make = Effect.gen(function* () {
     })
 
   /**
+   * An owner's declaration at creation (`general` or `nsfw`, which skip the classifier) goes
+   * into the audit trail like every later change: a rating_changes row and image.rated.
+   */
+  const auditDeclaration = (image: ImageRow, actor: string) =>
+    image.ratingSource !== "owner"
+      ? Effect.void
+      : Effect.gen(function* () {
+          yield* sql`
+            INSERT INTO rating_changes (image_id, account_id, from_rating, to_rating, source, actor)
+            VALUES (${image.id}, ${image.accountId}, NULL, ${image.rating}, 'owner', ${actor})`.pipe(Effect.orDie)
+          yield* emit("image.rated", image, {
+            change: { from: null, to: image.rating, source: "owner", actor }
+          })
+        })
+
+  /**
    * Records an owner's request for a less strict rating. A pending request of the same image
    * is replaced (one pending review per image).
    */
@@ -594,6 +610,7 @@ const make = Effect.gen(function* () {
     deletedBlobs,
     blobRemoved,
     rate,
+    auditDeclaration,
     requestReview,
     closePendingReview,
     pendingReviews,

@@ -3,6 +3,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as net from "node:net"
 import { Option } from "effect"
+import pg from "pg"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MAX_IMAGE_BYTES } from "../../domain/ImageFormat.js"
@@ -616,6 +617,34 @@ describe("PATCH /images/{id}/rating", () => {
     const ready = expectEnvelope(await get(`/images/${image.id}`), 200)
     expect(ready.content_rating).toBe("sensitive")
     expect(ready.rating_source).toBe("owner")
+  })
+
+  it("every rating change is audited: the owner's declaration at creation, then each change, as rating_changes rows and image.rated events", async () => {
+    const image = expectEnvelope(await uploadRaw(png, "image/png", { query: "?content_rating=general" }), 202)
+    await markReady(image.id)
+    expectEnvelope(await rate(image.id, "nsfw"), 200)
+    expectEnvelope(await rate(image.id, "sensitive"), 202) // a review request, not a change
+    const db = new pg.Client({ connectionString: t.databaseUrl })
+    await db.connect()
+    try {
+      const changes = await db.query(
+        "SELECT from_rating, to_rating, source, actor FROM rating_changes WHERE image_id = $1 ORDER BY seq",
+        [image.id]
+      )
+      expect(changes.rows).toEqual([
+        { from_rating: null, to_rating: "general", source: "owner", actor: acct.keyId },
+        { from_rating: "general", to_rating: "nsfw", source: "owner", actor: acct.keyId }
+      ])
+      const events = await db.query("SELECT event FROM outbox WHERE key = $1 ORDER BY seq", [image.id])
+      const rated = events.rows.map((r) => r.event).filter((e) => e.type === "image.rated")
+      expect(rated.map((e) => e.data.change)).toEqual([
+        { from: null, to: "general", source: "owner", actor: acct.keyId },
+        { from: "general", to: "nsfw", source: "owner", actor: acct.keyId }
+      ])
+      expect(events.rows.map((r) => r.event.type)).toContain("image.rating_review_requested")
+    } finally {
+      await db.end()
+    }
   })
 
   it("answers 409 image_failed for an image whose conversion failed", async () => {

@@ -142,6 +142,7 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
           if (row === undefined) return yield* Effect.dieMessage("could not allocate a free image id")
           yield* images.insertJob(row.id)
           yield* images.emit("image.uploaded", row)
+          yield* images.auditDeclaration(row, principal.keyId)
           return row
         })
         const period = usagePeriod(new Date())
