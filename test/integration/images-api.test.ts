@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as net from "node:net"
-import { Option } from "effect"
+import { Effect, Option } from "effect"
 import pg from "pg"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -553,6 +553,47 @@ describe("scopes and ownership", () => {
     }
     // A legacy-length id is looked up (and is simply not there).
     expectError(await get(`/images/${"L".repeat(40)}`), 404, "not_found")
+  })
+
+  it("an existing longer id with a legacy non-WebP url stays valid: read, listed, rated and deleted by its id", async () => {
+    const owner = await t.newAccount()
+    const id = `legacy_${randomBytes(12).toString("hex")}`
+    await t.withImages((images) =>
+      Effect.gen(function* () {
+        yield* images.insert({
+          id,
+          accountId: owner.accountId,
+          unmetered: false,
+          requestedRating: "auto",
+          sourceFormat: "jpeg",
+          sourceBytes: 2000,
+          sourceUrl: null,
+          mimeType: "image/jpeg",
+          ext: "jpg"
+        })
+        yield* images.markReady(id, {
+          mimeType: "image/jpeg",
+          ext: "jpg",
+          blobKey: `legacy/${id}.jpg`,
+          width: 10,
+          height: 10,
+          frames: 1,
+          animated: false,
+          bytes: 2000
+        })
+      })
+    )
+    const image = expectEnvelope(await get(`/images/${id}`, owner.key), 200)
+    expect(image).toMatchObject({ id, status: "ready", mime_type: "image/jpeg", url: `${IMAGE_HOST}/${id}.jpg` })
+    expect(expectEnvelope(await get("/images", owner.key), 200).map((i: any) => i.id)).toContain(id)
+    const rated = await call(`${t.api}/images/${id}/rating`, {
+      method: "PATCH",
+      key: owner.key,
+      body: { content_rating: "nsfw" }
+    })
+    expect(expectEnvelope(rated, 200).content_rating).toBe("nsfw")
+    expectEnvelope(await call(`${t.api}/images/${id}`, { method: "DELETE", key: owner.key }), 200)
+    expectError(await get(`/images/${id}`, owner.key), 404, "not_found")
   })
 
   it("pages GET /images newest first with cursors, like GET /links", async () => {
