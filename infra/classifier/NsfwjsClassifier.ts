@@ -8,11 +8,10 @@
  * of images waiting (past it classify fails at once with "busy").
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFile } from "node:fs/promises"
-import { createRequire } from "node:module"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { ratingOf, usableScores } from "../../domain/Classification.js"
+import { nicedNodeCommand, rssOf } from "../Processes.js"
 import { type Classification, ClassifierError, type ClassifierShape } from "./Classifier.js"
 import type { ClassifyReply, ClassifyRequest, NsfwjsModel, StartMessage } from "./NsfwjsProcess.js"
 
@@ -44,29 +43,9 @@ const MiB = 1024 * 1024
 /** A child whose resident memory grew past this is restarted after its answer. */
 const RECYCLE_RSS = 1024 * MiB
 
-const require = createRequire(import.meta.url)
 const entry = fileURLToPath(new URL("./NsfwjsProcess.ts", import.meta.url))
 
-const childCommand = (nice: number): [string, Array<string>] => {
-  const node = [
-    process.execPath,
-    "--import",
-    pathToFileURL(require.resolve("tsx")).href,
-    "--max-old-space-size=512",
-    entry
-  ]
-  // `nice` before exec: every thread of the child inherits it.
-  return nice > 0 && process.platform !== "win32" ? ["nice", ["-n", String(nice), ...node]] : [node[0]!, node.slice(1)]
-}
-
-const rssOf = (pid: number): Promise<number | null> =>
-  readFile(`/proc/${pid}/status`, "utf8").then(
-    (status) => {
-      const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1]
-      return kb === undefined ? null : Number(kb) * 1024
-    },
-    () => null
-  )
+const childCommand = (nice: number) => nicedNodeCommand(entry, nice, 512)
 
 const fail = (message: string, cause?: unknown) => new ClassifierError({ message: `nsfwjs: ${message}`, cause })
 

@@ -10,10 +10,8 @@
  * time with one libvips thread; the pool size bounds concurrent conversions.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFile } from "node:fs/promises"
-import { createRequire } from "node:module"
 import os from "node:os"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { fileURLToPath } from "node:url"
 import { Config, Context, Data, type Duration, Effect, Layer, Pool } from "effect"
 import {
   type ImageFormat,
@@ -22,6 +20,7 @@ import {
   type PublishedFormat,
   publishedFormat
 } from "../../domain/ImageFormat.js"
+import { nicedNodeCommand, rssOf } from "../Processes.js"
 import type { ConvertReply, ConvertRequest } from "./ConverterProcess.js"
 import { type Converted, estimateMemory, type Failure, type Probe, planFor, probeImage, type Tier } from "./Pipeline.js"
 
@@ -135,30 +134,9 @@ const probeEffect = (bytes: Uint8Array): Effect.Effect<Probe, ProbeError> =>
     )
   )
 
-const rssOf = (pid: number): Promise<number | null> =>
-  readFile(`/proc/${pid}/status`, "utf8").then(
-    (status) => {
-      const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1]
-      return kb === undefined ? null : Number(kb) * 1024
-    },
-    () => null
-  )
-
-const require = createRequire(import.meta.url)
 const entry = fileURLToPath(new URL("./ConverterProcess.ts", import.meta.url))
 
-/** The command line of a converter process: node with the TypeScript loader, under nice. */
-const childCommand = (nice: number): [string, Array<string>] => {
-  const node = [
-    process.execPath,
-    "--import",
-    pathToFileURL(require.resolve("tsx")).href,
-    "--max-old-space-size=256",
-    entry
-  ]
-  // `nice` before exec makes every thread of the child (libuv's and libvips') inherit it.
-  return nice > 0 && process.platform !== "win32" ? ["nice", ["-n", String(nice), ...node]] : [node[0]!, node.slice(1)]
-}
+const childCommand = (nice: number) => nicedNodeCommand(entry, nice, 256)
 
 const RECYCLE_RSS = 512 * MiB
 const START_TIMEOUT_MS = 30_000
