@@ -1,11 +1,11 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort } from "../support/ports.js"
 
 /**
  * Hosted images end to end, as a client and an operator meet them: `apps/all` on the
@@ -17,14 +17,6 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-images-e2e-"))
 const ports = { api: 0, short: 0, media: 0, workers: 0 }
 let proc: ChildProcess | undefined
 let output = ""
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(p))
-    })
-  })
 
 const env = () => ({
   ...process.env,

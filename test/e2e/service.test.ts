@@ -5,6 +5,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call } from "../support/api.js"
+import { freePort } from "../support/ports.js"
 
 /**
  * The real process, as an operator runs it: `npm start` on the embedded default, the CLI
@@ -15,14 +16,6 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-e2e-"))
 let port = 0
 let proc: ChildProcess | undefined
 let output = ""
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port
-      s.close(() => resolve(p))
-    })
-  })
 
 const env = () => ({
   ...process.env,
