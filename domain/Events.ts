@@ -146,11 +146,53 @@ export const ClickEventData = Schema.Struct({
   description: "One redirect of a GET request. No IP address and no user agent are recorded."
 })
 
+/** The most clicks one clicks.recorded event may carry (the redirector sends at most 1000). */
+export const MAX_CLICKS_PER_EVENT = 10_000
+
+/** One click inside a clicks.recorded batch: the fields of a click without the link id. */
+export const BatchedClick = Schema.Struct({
+  at: Schema.Number.pipe(Schema.int(), Schema.nonNegative()).annotations({
+    description: "Time of the click, milliseconds since the epoch (UTC)."
+  }),
+  country: ClickEventData.fields.country,
+  referrer_host: ClickEventData.fields.referrer_host,
+  device: ClickEventData.fields.device,
+  browser: ClickEventData.fields.browser,
+  bot: ClickEventData.fields.bot,
+  visitor: ClickEventData.fields.visitor
+}).annotations({
+  identifier: "BatchedClick",
+  description: "One redirect of a GET request. No IP address and no user agent are recorded."
+})
+export type BatchedClick = typeof BatchedClick.Type
+
+export const ClicksEventData = Schema.Struct({
+  link_id: Schema.String.annotations({ description: "The link followed; also the message key." }),
+  clicks: Schema.Array(BatchedClick)
+    .pipe(Schema.minItems(1), Schema.maxItems(MAX_CLICKS_PER_EVENT))
+    .annotations({
+      description: `The link's clicks of one flush of one redirector, in the order they happened; 1 to ${MAX_CLICKS_PER_EVENT}.`
+    })
+}).annotations({ identifier: "LinkClicks", description: "Clicks on one link." })
+
+export const ClicksRecorded = envelope("clicks.recorded", ClicksEventData).annotations({
+  description:
+    "Browsers followed a short link (GET; HEAD is not a click): the redirector publishes one event per link per flush (every 100 ms, or sooner under load). `occurred_at` is when the batch was made, each click has its own `at`; `account_id` is the link's owner."
+})
+export type ClicksRecorded = typeof ClicksRecorded.Type
+
 export const ClickRecorded = envelope("click.recorded", ClickEventData).annotations({
   description:
-    "A browser followed a short link (GET; HEAD is not a click). `occurred_at` is the time of the click; `account_id` the link's owner."
+    "Legacy, no longer written: one click per event, as redirectors before `clicks.recorded` published it. Consumers still read it (the topic may hold it). `occurred_at` is the time of the click; `account_id` the link's owner."
 })
 export type ClickRecorded = typeof ClickRecorded.Type
+
+/** Topic clicks.v1, keyed by link id. */
+export const ClickEvent = Schema.Union(ClicksRecorded, ClickRecorded).annotations({
+  identifier: "ClickEvent",
+  description: "Topic clicks.v1, keyed by link id."
+})
+export type ClickEvent = typeof ClickEvent.Type
 
 /** Every topic with its events, in the order the catalogue lists them. */
 export const Catalogue = [
@@ -181,8 +223,8 @@ export const Catalogue = [
     topic: "clicks.v1",
     key: "link id",
     description:
-      "Every redirect of a GET request on the short host, batched by the redirector. The analytics tables are a projection of it (`cli replay` rebuilds them).",
-    events: [ClickRecorded]
+      "Every redirect of a GET request on the short host, batched per link by the redirector. The analytics tables are a projection of it (`cli replay` rebuilds them).",
+    events: [ClicksRecorded, ClickRecorded]
   }
 ] as const
 

@@ -1,8 +1,8 @@
 import { Data, Effect } from "effect"
 import { Analytics } from "../../domain/Analytics.js"
 import { EventLog, type PartitionOffset, type StartAt } from "../../domain/EventLog.js"
-import { ClickRecorded, Topics } from "../../domain/Events.js"
-import { projectBatch, RecentIds } from "./ClickProjector.js"
+import { Topics } from "../../domain/Events.js"
+import { ClickEventWire, projectBatch, RecentIds, splitBatch } from "./ClickProjector.js"
 
 /** The projections `cli replay --into` can rebuild, with the topic each is built from. */
 export const Projections = { analytics: Topics.clicks } as const
@@ -34,7 +34,7 @@ export const replayAnalytics = (startAt: StartAt, topic: string = Topics.clicks)
       Effect.gen(function* () {
         const partitions = new Map<number, { watermark: number; recent: RecentIds }>()
         let events = 0
-        const ends = yield* log.read({ topic, startAt }, ClickRecorded, (batch) =>
+        const ends = yield* log.read({ topic, startAt }, ClickEventWire, (batch) =>
           Effect.gen(function* () {
             let state = partitions.get(batch.partition)
             if (state === undefined) {
@@ -42,12 +42,14 @@ export const replayAnalytics = (startAt: StartAt, topic: string = Topics.clicks)
               partitions.set(batch.partition, state)
             }
             const st = state
-            const projection = projectBatch(batch, st.watermark, st.recent)
-            if (projection.insert !== undefined) {
-              yield* writer.insertBatch(projection.insert)
-              st.watermark = projection.insert.upTo
+            for (const run of splitBatch(batch)) {
+              const projection = projectBatch(run, st.watermark, st.recent)
+              if (projection.insert !== undefined) {
+                yield* writer.insertBatch(projection.insert)
+                st.watermark = projection.insert.upTo
+              }
+              for (const id of projection.ids) st.recent.add(id)
             }
-            for (const id of projection.ids) st.recent.add(id)
             events += batch.events.length
           })
         )

@@ -4,6 +4,7 @@ import type { Session } from "chdb"
 import { Data, Effect, Layer } from "effect"
 import { Analytics, AnalyticsError } from "../../domain/Analytics.js"
 import { isAlive } from "../Processes.js"
+import type { InputRow } from "./Sql.js"
 import { type Engine, makeStore } from "./Store.js"
 
 /** The chDB data directory belongs to another running process (libchdb locks it). */
@@ -32,6 +33,26 @@ const holder = (dir: string): number | undefined => {
   }
   const pid = Number(/^PID:\s*(\d+)/m.exec(status)?.[1])
   return Number.isInteger(pid) && pid !== process.pid && isAlive(pid) ? pid : undefined
+}
+
+const TSV_SPECIAL = /[\\\t\n\r]/
+const TSV_ESCAPES: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" }
+
+/** A String field of the TabSeparated format. */
+export const tsvString = (s: string) => (TSV_SPECIAL.test(s) ? s.replace(/[\\\t\n\r]/g, (c) => TSV_ESCAPES[c]!) : s)
+
+/**
+ * Input rows as TabSeparated, in the input table's column order: the engine parses it at a
+ * fraction of the cost of JSONEachRow (this runs for every click).
+ */
+export const tabSeparated = (rows: ReadonlyArray<InputRow>): string => {
+  let out = ""
+  for (const r of rows) {
+    out +=
+      `${tsvString(r.link_id)}\t${r.hour}\t${r.bot}\t${tsvString(r.country)}\t${tsvString(r.referrer)}\t` +
+      `${tsvString(r.device)}\t${tsvString(r.browser)}\t${tsvString(r.visitor)}\t${r.source_partition}\t${r.source_offset}\n`
+  }
+  return out
 }
 
 /** A chDB session on `dir`, closed (and its native work drained) when the scope closes. */
@@ -78,12 +99,7 @@ export const acquireChdbEngine = (dir: string) =>
         }),
       insert: (table, rows) =>
         Effect.tryPromise({
-          try: () =>
-            session.insert({
-              table,
-              values: Buffer.from(rows.map((r) => `${JSON.stringify(r)}\n`).join("")),
-              format: "JSONEachRow"
-            }),
+          try: () => session.insert({ table, values: Buffer.from(tabSeparated(rows)), format: "TabSeparated" }),
           catch: fail(`insert into ${table} failed`)
         }).pipe(Effect.asVoid)
     }

@@ -9,6 +9,7 @@ import {
   ManagedRuntime,
   Option,
   Redacted,
+  Schema,
   Scope
 } from "effect"
 import pg from "pg"
@@ -17,7 +18,7 @@ import { dayString, utcDay, visitorHash } from "../../apps/redirector/ClickClass
 import { makeClickCapture } from "../../apps/redirector/Clicks.js"
 import { Redirector, RedirectorLayer } from "../../apps/redirector/Redirector.js"
 import { EventLog, EventLogError, type LogRecord, type OutgoingRecord } from "../../domain/EventLog.js"
-import { ClickRecorded, Topics } from "../../domain/Events.js"
+import { type BatchedClick, ClickEvent, type ClicksRecorded, Topics } from "../../domain/Events.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
@@ -122,15 +123,21 @@ const eventually = async (check: () => Promise<void>, timeoutMs = 10_000) => {
   }
 }
 
-/** Every clicks.v1 event of a link, read back from the log, raw record beside it. */
+/**
+ * Every click of a link in clicks.v1, read back from the log with the catalogue's schema:
+ * each click with its event and the raw record beside it.
+ */
 const clicksOf = (env: Env, linkId: string) =>
   env.infra.runPromise(
     Effect.gen(function* () {
       const log = yield* EventLog
-      const found: Array<{ event: ClickRecorded; record: LogRecord }> = []
-      yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickRecorded, (batch) =>
+      const found: Array<{ click: BatchedClick; event: ClicksRecorded; record: LogRecord }> = []
+      yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
         Effect.sync(() => {
-          for (const e of batch.events) if (e.event.data.link_id === linkId) found.push(e)
+          for (const { event, record } of batch.events) {
+            if (event.type !== "clicks.recorded" || event.data.link_id !== linkId) continue
+            for (const click of event.data.clicks) found.push({ click, event, record })
+          }
         })
       )
       return found
@@ -249,7 +256,7 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     expect(res.headers.get("location")).toBeNull()
   })
 
-  it("a GET is a click: a clicks.v1 event with the privacy fields only, no address and no user agent", async () => {
+  it("a GET is a click: in a clicks.recorded event of its link, with the privacy fields only, no address and no user agent", async () => {
     const link = await createLink(env(), "https://example.com/clicked")
     await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
     const before = Date.now()
@@ -262,15 +269,17 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
       clicks = await clicksOf(env(), link.id)
       expect(clicks.length).toBe(1)
     })
-    const { event, record } = clicks[0]!
+    const { click, event, record } = clicks[0]!
     expect(record.key).toBe(link.id)
-    expect(event.type).toBe("click.recorded")
+    expect(event.type).toBe("clicks.recorded")
     expect(event.version).toBe(1)
     expect(event.account_id).toBe(env().account.accountId)
     expect(Date.parse(event.occurred_at)).toBeGreaterThanOrEqual(before - 5)
     expect(Date.parse(event.occurred_at)).toBeLessThanOrEqual(Date.now())
-    expect(event.data).toEqual({
-      link_id: link.id,
+    expect(event.data.link_id).toBe(link.id)
+    expect(event.data.clicks).toHaveLength(1)
+    expect(click).toEqual({
+      at: expect.any(Number),
       country: "DE",
       referrer_host: "news.example.org",
       device: "desktop",
@@ -278,11 +287,14 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
       bot: false,
       visitor: expect.stringMatching(/^[0-9a-f]{16}$/)
     })
+    expect(click.at).toBeGreaterThanOrEqual(before - 5)
+    expect(click.at).toBeLessThanOrEqual(Date.parse(event.occurred_at))
     // Nothing beyond the envelope and the click fields, and no trace of who clicked.
     const raw = JSON.parse(record.value)
     expect(Object.keys(raw).sort()).toEqual(["account_id", "data", "id", "occurred_at", "type", "version"])
-    expect(Object.keys(raw.data).sort()).toEqual(
-      ["browser", "bot", "country", "device", "link_id", "referrer_host", "visitor"].sort()
+    expect(Object.keys(raw.data).sort()).toEqual(["clicks", "link_id"])
+    expect(Object.keys(raw.data.clicks[0]).sort()).toEqual(
+      ["at", "browser", "bot", "country", "device", "referrer_host", "visitor"].sort()
     )
     expect(record.value).not.toContain("127.0.0.1")
     expect(record.value).not.toContain(CHROME)
@@ -301,10 +313,9 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
       clicks = await clicksOf(env(), link.id)
       expect(clicks.length).toBe(3)
     })
-    const visitors = clicks.map((c) => c.event.data.visitor)
+    const visitors = clicks.map((c) => c.click.visitor)
     expect(visitors[0]).toBe(visitors[1])
     expect(visitors[2]).not.toBe(visitors[0])
-    expect(new Set(clicks.map((c) => c.event.id)).size).toBe(3)
   })
 
   it("a link-preview fetcher's GET is a click with bot: true", async () => {
@@ -314,9 +325,9 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     await eventually(async () => {
       const clicks = await clicksOf(env(), link.id)
       expect(clicks.length).toBe(1)
-      expect(clicks[0]!.event.data.bot).toBe(true)
-      expect(clicks[0]!.event.data.country).toBeNull()
-      expect(clicks[0]!.event.data.referrer_host).toBeNull()
+      expect(clicks[0]!.click.bot).toBe(true)
+      expect(clicks[0]!.click.country).toBeNull()
+      expect(clicks[0]!.click.referrer_host).toBeNull()
     })
   })
 
@@ -446,12 +457,12 @@ describe("visitor secrets (shared through PostgreSQL, rotated daily)", () => {
       )
       expect(rows.map((r) => r.day)).toEqual([dayString(today - 1), dayString(today)])
       // A click just before midnight UTC may have used the next day's secret: compare by its own day.
-      const secretOf = (iso: string) => rows.find((r) => r.day === dayString(utcDay(Date.parse(iso))))!.secret
-      for (const { event } of clicks) {
-        expect(event.data.visitor).toBe(visitorHash(secretOf(event.occurred_at), "127.0.0.1", CHROME))
+      const secretOf = (at: number) => rows.find((r) => r.day === dayString(utcDay(at)))!.secret
+      for (const { click } of clicks) {
+        expect(click.visitor).toBe(visitorHash(secretOf(click.at), "127.0.0.1", CHROME))
       }
-      if (utcDay(Date.parse(clicks[0]!.event.occurred_at)) === utcDay(Date.parse(clicks[1]!.event.occurred_at))) {
-        expect(clicks[0]!.event.data.visitor).toBe(clicks[1]!.event.data.visitor)
+      if (utcDay(clicks[0]!.click.at) === utcDay(clicks[1]!.click.at)) {
+        expect(clicks[0]!.click.visitor).toBe(clicks[1]!.click.visitor)
       }
       expect(rows[1]!.secret.length).toBe(32)
     } finally {
@@ -481,6 +492,8 @@ describe("click capture when the event log fails", () => {
   }
 
   const quiet = Logger.minimumLogLevel(LogLevel.None)
+  const clicksIn = (records: ReadonlyArray<OutgoingRecord>) =>
+    records.reduce((n, r) => n + JSON.parse(r.value).data.clicks.length, 0)
 
   it("a failed publish keeps the batch and retries it until it goes through, each click once", async () => {
     let down = true
@@ -494,13 +507,47 @@ describe("click capture when the event log fails", () => {
           expect(log.published).toEqual([])
           expect(buffer.count + buffer.waiting).toBe(3)
           down = false
-          yield* Effect.promise(() => eventually(async () => expect(log.published.length).toBe(3)))
+          yield* Effect.promise(() => eventually(async () => expect(clicksIn(log.published)).toBe(3)))
           expect(buffer.count + buffer.waiting).toBe(0)
         })
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
     )
-    expect(new Set(log.published.map((r) => JSON.parse(r.value).id)).size).toBe(3)
+    expect(log.published.length).toBe(1)
     expect(log.published.every((r) => r.key === "link_x")).toBe(true)
+  })
+
+  it("one clicks.recorded event per link per round, at most clicksPerEvent clicks each, in click order", async () => {
+    const log = flakyLog(() => false)
+    const other = { ...entry, linkId: "link_y", accountId: "acc_y" }
+    const t0 = Date.now()
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const buffer = yield* makeClickCapture(secrets, { intervalMs: 10, clicksPerEvent: 2 })
+          for (let i = 0; i < 5; i++) {
+            buffer.record(entry, t0 + i, "192.0.2.1", CHROME, "", "")
+            if (i < 2) buffer.record(other, t0 + i, "192.0.2.2", SLACKBOT, "https://a.example/x", "fr")
+          }
+          yield* Effect.promise(() => eventually(async () => expect(clicksIn(log.published)).toBe(7)))
+        })
+      ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    const events = log.published.map((r) => ({ key: r.key, event: JSON.parse(r.value) }))
+    const of = (key: string) => events.filter((e) => e.key === key).map((e) => e.event)
+    expect(of("link_x").map((e) => e.data.clicks.map((c: { at: number }) => c.at - t0))).toEqual([[0, 1], [2, 3], [4]])
+    expect(of("link_y")).toHaveLength(1)
+    expect(of("link_y")[0].account_id).toBe("acc_y")
+    expect(of("link_y")[0].data.clicks[0]).toEqual({
+      at: t0,
+      country: "FR",
+      referrer_host: "a.example",
+      device: expect.any(String),
+      browser: expect.any(String),
+      bot: true,
+      visitor: expect.stringMatching(/^[0-9a-f]{16}$/)
+    })
+    expect(new Set(events.map((e) => e.event.id)).size).toBe(events.length)
+    for (const e of events) expect(Schema.decodeUnknownSync(ClickEvent)(e.event).type).toBe("clicks.recorded")
   })
 
   it("when the day's secret cannot be read, the clicks wait in the buffer and go out once it can", async () => {
@@ -517,13 +564,13 @@ describe("click capture when the event log fails", () => {
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(flakySecrets as never, { intervalMs: 10 })
           for (let i = 0; i < 4; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
-          yield* Effect.promise(() => eventually(async () => expect(log.published.length).toBe(4)))
+          yield* Effect.promise(() => eventually(async () => expect(clicksIn(log.published)).toBe(4)))
           expect(secretFailures).toBeGreaterThanOrEqual(3)
           expect(buffer.count + buffer.waiting).toBe(0)
         })
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
     )
-    expect(new Set(log.published.map((r) => JSON.parse(r.value).id)).size).toBe(4)
+    expect(new Set(log.published.map((r) => JSON.parse(r.value).id)).size).toBe(log.published.length)
   })
 
   it("memory is bounded: beyond the cap clicks are dropped and counted, not buffered", async () => {
@@ -585,7 +632,7 @@ describe.skipIf(brokers === undefined)("redirector over Kafka (needs TEST_KAFKA_
       const clicks = await clicksOf(env, link.id)
       expect(clicks.length).toBe(1)
       expect(clicks[0]!.record.key).toBe(link.id)
-      expect(clicks[0]!.event.data.browser).toBe("Chrome")
+      expect(clicks[0]!.click.browser).toBe("Chrome")
       expect(clicks[0]!.record.value).not.toContain("127.0.0.1")
       expect(clicks[0]!.record.value).not.toContain(CHROME)
     })

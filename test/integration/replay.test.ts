@@ -8,7 +8,7 @@ import { runClickProjector } from "../../apps/workers/ClickProjector.js"
 import { replay, replayAnalytics } from "../../apps/workers/Replay.js"
 import { Analytics, AnalyticsError, type AnalyticsQuery, Dimensions } from "../../domain/Analytics.js"
 import { EventLog, type LogRecord, type OutgoingRecord } from "../../domain/EventLog.js"
-import { ClickRecorded, Topics } from "../../domain/Events.js"
+import { ClickRecorded, type ClicksRecorded, Topics } from "../../domain/Events.js"
 import { ChdbAnalyticsLive } from "../../infra/analytics/Chdb.js"
 import { ClickHouseServerAnalyticsLive } from "../../infra/analytics/ClickHouseServer.js"
 import { removeTestChdbDir, testChdbDir, testClickHouseUrl, uniqueDatabase } from "../support/api.js"
@@ -48,6 +48,29 @@ const clickEvent = (i: number, prefix: string): ClickRecorded => ({
 })
 
 const toRecord = (e: ClickRecorded): OutgoingRecord => ({ key: e.data.link_id, value: JSON.stringify(e) })
+
+/** The same clicks as a redirector's flush publishes them: one clicks.recorded event per link. */
+const toBatchRecords = (events: ReadonlyArray<ClickRecorded>): Array<OutgoingRecord> => {
+  const byLink = new Map<string, Array<ClickRecorded>>()
+  for (const e of events) byLink.set(e.data.link_id, [...(byLink.get(e.data.link_id) ?? []), e])
+  return [...byLink.entries()].map(([linkId, mine]) => {
+    const event: ClicksRecorded = {
+      id: `batch_${mine[0]!.id}`,
+      type: "clicks.recorded",
+      version: 1,
+      occurred_at: mine[0]!.occurred_at,
+      account_id: mine[0]!.account_id,
+      data: {
+        link_id: linkId,
+        clicks: mine.map(({ occurred_at, data: { link_id: _, ...click } }) => ({
+          at: Date.parse(occurred_at),
+          ...click
+        }))
+      }
+    }
+    return { key: linkId, value: JSON.stringify(event) }
+  })
+}
 
 const queries = (linkId: string): ReadonlyArray<AnalyticsQuery> => [
   {
@@ -162,8 +185,18 @@ for (const engine of engines) {
     it("rebuilds identical aggregates from the beginning after the tables are dropped", async () => {
       const topic = uniqueTopic("clicks")
       const events = Array.from({ length: 240 }, (_, i) => clickEvent(i, topic))
-      // A producer retry: ten events written a second time.
-      await run(Effect.flatMap(EventLog, (l) => l.publish(topic, [...events, ...events.slice(100, 110)].map(toRecord))))
+      // Legacy single-click events first, then batches as redirectors now publish them.
+      const batched = Array.from({ length: 15 }, (_, k) =>
+        toBatchRecords(events.slice(120 + k * 8, 128 + k * 8))
+      ).flat()
+      // Producer retries: ten single events and three batch events written a second time.
+      const records = [
+        ...events.slice(0, 120).map(toRecord),
+        ...events.slice(100, 110).map(toRecord),
+        ...batched,
+        ...batched.slice(3, 6)
+      ]
+      await run(Effect.flatMap(EventLog, (l) => l.publish(topic, records)))
       await project(topic)
       const projected = await aggregates()
       expect(projected[0]!.clicks + projected[0]!.botClicks).toBe(60)
@@ -172,7 +205,7 @@ for (const engine of engines) {
       expect((await aggregates()).every((a) => a.clicks === 0 && a.botClicks === 0)).toBe(true)
 
       const result = await run(replayAnalytics({ _tag: "Beginning" }, topic))
-      expect(result.events).toBe(250)
+      expect(result.events).toBe(records.length)
       expect(result.ends).toEqual(await run(Effect.flatMap(EventLog, (l) => l.endOffsets(topic))))
       expect(await aggregates()).toEqual(projected)
     })

@@ -1,0 +1,196 @@
+import { Either, Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import { ClickEventWire, projectBatch, RecentIds, splitBatch } from "../../apps/workers/ClickProjector.js"
+import { hourOf } from "../../domain/Analytics.js"
+import type { Batch, LogRecord } from "../../domain/EventLog.js"
+import { type ClickEvent, ClickEvent as ClickEventSchema, type ClicksRecorded } from "../../domain/Events.js"
+
+const AT = Date.parse("2024-05-01T10:15:00Z")
+
+const click = (over: Record<string, unknown> = {}) => ({
+  at: AT,
+  country: "DE",
+  referrer_host: null,
+  device: "mobile",
+  browser: "Chrome",
+  bot: false,
+  visitor: "0123456789abcdef",
+  ...over
+})
+
+const event = (id: string, clicks: ReadonlyArray<unknown>, linkId = "link_a") => ({
+  id,
+  type: "clicks.recorded",
+  version: 1,
+  occurred_at: "2024-05-01T10:15:01Z",
+  account_id: "acc_1",
+  data: { link_id: linkId, clicks }
+})
+
+const legacy = (id: string) => ({
+  id,
+  type: "click.recorded",
+  version: 1,
+  occurred_at: "2024-05-01T11:15:00Z",
+  account_id: "acc_1",
+  data: {
+    link_id: "link_a",
+    country: "FR",
+    referrer_host: null,
+    device: "desktop",
+    browser: "Firefox",
+    bot: false,
+    visitor: "0123456789abcdef"
+  }
+})
+
+const full = Schema.decodeUnknownEither(Schema.parseJson(ClickEventSchema))
+const wire = Schema.decodeUnknownEither(Schema.parseJson(ClickEventWire))
+
+const record = (offset: number): LogRecord => ({
+  topic: "clicks.v1",
+  partition: 3,
+  offset,
+  key: "link_a",
+  value: "{}",
+  timestamp: Date.parse("2024-05-01T12:00:00Z")
+})
+
+const batch = (events: Array<[number, ClickEvent]>, lastOffset?: number): Batch<ClickEvent> => ({
+  topic: "clicks.v1",
+  partition: 3,
+  events: events.map(([offset, e]) => ({ event: e, record: record(offset) })),
+  lastOffset: lastOffset ?? events.at(-1)![0]
+})
+
+const decoded = (value: unknown) => {
+  const result = wire(JSON.stringify(value))
+  if (Either.isLeft(result)) throw new Error(String(result.left))
+  return result.right
+}
+
+describe("clicks.v1 events", () => {
+  it("the projector's lean decoding accepts and refuses exactly what the catalogue schema does", () => {
+    const samples: Array<unknown> = [
+      event("ok", [click(), click({ country: null, referrer_host: "news.example", bot: true, device: "other" })]),
+      legacy("old"),
+      event("empty", []),
+      event(
+        "too-many",
+        Array.from({ length: 10_001 }, () => click())
+      ),
+      event("no-at", [click({ at: undefined })]),
+      event("string-at", [click({ at: "2024-05-01T10:15:00Z" })]),
+      event("fractional-at", [click({ at: 1.5 })]),
+      event("negative-at", [click({ at: -1 })]),
+      event("bad-device", [click({ device: "phone" })]),
+      event("bot-string", [click({ bot: "false" })]),
+      event("country-number", [click({ country: 49 })]),
+      event("visitor-null", [click({ visitor: null })]),
+      event("not-a-click", [click(), 7]),
+      event("clicks-object", { 0: click() } as unknown as Array<unknown>),
+      { ...event("no-link", [click()]), data: { clicks: [click()] } },
+      { ...event("v2", [click()]), version: 2 },
+      { ...event("other-type", [click()]), type: "click.deleted" }
+    ]
+    for (const sample of samples) {
+      const text = JSON.stringify(sample)
+      expect(Either.isRight(wire(text)), text.slice(0, 80)).toBe(Either.isRight(full(text)))
+    }
+    expect(Either.isRight(wire(JSON.stringify(samples[0])))).toBe(true)
+    expect(Either.isRight(wire(JSON.stringify(samples[1])))).toBe(true)
+  })
+
+  it("a clicks.recorded event becomes one rollup row per click, beside the legacy click.recorded", () => {
+    const batched = decoded(
+      event("e1", [click(), click({ at: AT + 3_600_000, country: "fr", referrer_host: "News.Example.", bot: true })])
+    )
+    const p = projectBatch(
+      batch([
+        [7, batched],
+        [8, decoded(legacy("e2"))]
+      ]),
+      -1,
+      new RecentIds()
+    )
+    expect(p.insert?.upTo).toBe(8)
+    expect(p.ids).toEqual(["e1", "e2"])
+    expect(p.insert?.rows).toEqual([
+      {
+        linkId: "link_a",
+        hour: hourOf(AT),
+        bot: false,
+        country: "DE",
+        referrer: "",
+        device: "mobile",
+        browser: "Chrome",
+        visitor: "0123456789abcdef"
+      },
+      expect.objectContaining({ hour: hourOf(AT + 3_600_000), bot: true, country: "FR", referrer: "news.example" }),
+      expect.objectContaining({ hour: hourOf(Date.parse("2024-05-01T11:15:00Z")), country: "FR", browser: "Firefox" })
+    ])
+  })
+
+  it("a redelivered or repeated batch event counts nothing again, whatever its size", () => {
+    const e = decoded(event("dup", [click(), click(), click()]))
+    const recent = new RecentIds()
+    const first = projectBatch(batch([[0, e]]), -1, recent)
+    expect(first.insert?.rows).toHaveLength(3)
+    for (const id of first.ids) recent.add(id)
+    // The producer retried: the same event again at the next offset.
+    const again = projectBatch(batch([[1, e]]), 0, recent)
+    expect(again.insert).toEqual({ partition: 3, upTo: 1, rows: [] })
+    expect(again.duplicates).toBe(1)
+    // The log redelivered: below the watermark.
+    expect(projectBatch(batch([[0, e]]), 0, new RecentIds()).insert).toBeUndefined()
+  })
+
+  it("a time past what the rollup holds falls back to when the log appended the batch", () => {
+    const e = decoded(event("late", [click({ at: 2 ** 32 * 1000 })]))
+    expect(projectBatch(batch([[0, e]]), -1, new RecentIds()).insert?.rows[0]?.hour).toBe(
+      hourOf(Date.parse("2024-05-01T12:00:00Z"))
+    )
+  })
+
+  it("splits a partition batch into inserts of whole events under the row ceiling, each with its last offset", () => {
+    const sized = (id: string, n: number) =>
+      decoded(
+        event(
+          id,
+          Array.from({ length: n }, () => click())
+        )
+      ) as ClicksRecorded
+    const b = batch(
+      [
+        [10, sized("a", 3)],
+        [11, sized("b", 3)],
+        [12, sized("c", 5)],
+        [13, sized("d", 1)]
+      ],
+      15 // poison at 14 and 15
+    )
+    const runs = splitBatch(b, 6)
+    expect(runs.map((r) => r.events.map((e) => e.record.offset))).toEqual([
+      [10, 11],
+      [12, 13]
+    ])
+    expect(runs.map((r) => r.lastOffset)).toEqual([11, 15])
+    // An event larger than the ceiling goes alone; a batch that fits is kept as it is.
+    expect(splitBatch(b, 4).map((r) => r.events.length)).toEqual([1, 1, 1, 1])
+    expect(splitBatch(b, 100)).toEqual([b])
+    // Inserted in order, the runs count every click once, even when redelivered from the middle.
+    const recent = new RecentIds()
+    let watermark = -1
+    let rows = 0
+    for (const run of [...runs, ...runs]) {
+      const p = projectBatch(run, watermark, recent)
+      if (p.insert !== undefined) {
+        rows += p.insert.rows.length
+        watermark = p.insert.upTo
+      }
+      for (const id of p.ids) recent.add(id)
+    }
+    expect(rows).toBe(12)
+    expect(watermark).toBe(15)
+  })
+})
