@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { DeclaredRating, ImageStatus, Rating, RatingSource } from "./Image.js"
 
 /**
  * Every event on every topic has this envelope. `data` is the entity's state after the
@@ -41,11 +42,11 @@ export const LinkDisabled = envelope("link.disabled", LinkEventData).annotations
 
 export const ImageEventData = Schema.Struct({
   id: Schema.String.annotations({ description: "Image id; also the message key." }),
-  status: Schema.Literal("processing", "ready", "failed"),
-  content_rating: Schema.NullOr(Schema.Literal("general", "sensitive", "nsfw", "unrated")).annotations({
+  status: ImageStatus,
+  content_rating: Schema.NullOr(Rating).annotations({
     description: "The effective rating; null while processing."
   }),
-  rating_source: Schema.NullOr(Schema.Literal("owner", "classifier", "operator")),
+  rating_source: Schema.NullOr(RatingSource),
   mime_type: Schema.NullOr(Schema.String).annotations({
     description: "Media type of the published bytes; null until ready."
   }),
@@ -64,9 +65,9 @@ export const ImageEventData = Schema.Struct({
 }).annotations({ identifier: "ImageState", description: "The image's whole state after the change." })
 
 export const RatingChange = Schema.Struct({
-  from: Schema.NullOr(Schema.Literal("general", "sensitive", "nsfw", "unrated")),
-  to: Schema.Literal("general", "sensitive", "nsfw", "unrated"),
-  source: Schema.Literal("owner", "classifier", "operator"),
+  from: Schema.NullOr(Rating),
+  to: Rating,
+  source: RatingSource,
   actor: Schema.String.annotations({
     description: "Who: the API key id for an owner, `classifier:<name>`, or `operator` for a review decision."
   })
@@ -94,7 +95,7 @@ export const ImageRated = envelope(
 })
 export const ImageRatingReviewRequested = envelope(
   "image.rating_review_requested",
-  Schema.extend(ImageEventData, Schema.Struct({ requested: Schema.Literal("general", "sensitive", "nsfw") }))
+  Schema.extend(ImageEventData, Schema.Struct({ requested: DeclaredRating }))
 ).annotations({
   description: "The owner asked for a less strict rating; it waits for operator review, the effective rating unchanged."
 })
@@ -103,7 +104,7 @@ export const ImageRatingReviewDecided = envelope(
   Schema.extend(
     ImageEventData,
     Schema.Struct({
-      requested: Schema.Literal("general", "sensitive", "nsfw"),
+      requested: DeclaredRating,
       decision: Schema.Literal("approved", "rejected")
     })
   )
