@@ -17,6 +17,7 @@ import { PrincipalRef } from "./Security.js"
 import { announcesBody, closeAfterAnswer, readUpload, UploadRef } from "./Upload.js"
 
 const JSON_BODY_LIMIT = 1024 * 1024
+const OUTBOUND_CONCURRENCY = 8
 /** No request body of this API nests deeper; deeper ones would only exhaust the stack. */
 const JSON_MAX_DEPTH = 64
 /** Query parameters that clients commonly (and wrongly) use to send a key. */
@@ -166,6 +167,9 @@ export const makePipeline = Effect.gen(function* () {
   const config = yield* AppConfig
   const plans = yield* Plans
   const rateLimiter = makeRateLimiter()
+  // URL imports hold a database connection while they fetch (up to 15 s): at most this many
+  // at once per process, well below the pool's 20 connections.
+  const outboundSlots = yield* Effect.makeSemaphore(OUTBOUND_CONCURRENCY)
   // Paths in the document carry /v1, so the server is {base_url} without it.
   const openapi = HttpServerResponse.unsafeJson(
     { ...openApiDocument, servers: [{ url: config.apiBase.replace(/\/v1$/, "") || "/" }] },
@@ -476,7 +480,8 @@ export const makePipeline = Effect.gen(function* () {
           }`
         )
         .digest("hex")
-      return yield* idempotent(principal, key, fingerprint, requestId, run)
+      const operation = idempotent(principal, key, fingerprint, requestId, run)
+      return yield* route.outbound ? outboundSlots.withPermits(1)(operation) : operation
     }).pipe(Effect.catchTag("Respond", (r) => Effect.succeed(r.response)))
 
   return <R>(inner: HttpApp.Default<never, R>): HttpApp.Default<never, R> => {

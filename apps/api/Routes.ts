@@ -3,7 +3,7 @@ import { Context, Option } from "effect"
 import type { Scope } from "../../domain/Scope.js"
 import { Api } from "./Api.js"
 import { RequiredScope } from "./Security.js"
-import { BodyKind } from "./Shared.js"
+import { BodyKind, OutboundFetch } from "./Shared.js"
 
 export interface Route {
   readonly method: string
@@ -13,6 +13,8 @@ export interface Route {
   readonly scope: Scope | undefined
   readonly body: "json" | "upload" | undefined
   readonly mutating: boolean
+  /** Fetches from the network (see OutboundFetch). */
+  readonly outbound: boolean
 }
 
 /** The route table, read from the API definition: the pipeline's view of every endpoint. */
@@ -32,6 +34,7 @@ export const routes: ReadonlyArray<Route> = (() => {
           Context.getOption(mergedAnnotations as Context.Context<RequiredScope>, RequiredScope)
         ),
         body: Option.getOrUndefined(Context.getOption(mergedAnnotations as Context.Context<BodyKind>, BodyKind)),
+        outbound: Option.isSome(Context.getOption(mergedAnnotations as Context.Context<OutboundFetch>, OutboundFetch)),
         mutating: endpoint.method === "POST" || endpoint.method === "PATCH" || endpoint.method === "DELETE"
       })
     }

@@ -50,6 +50,13 @@ export const Cursor = Schema.String.annotations({ description: "Opaque; from met
 export class BodyKind extends Context.Tag("BodyKind")<BodyKind, "json" | "upload">() {}
 
 /**
+ * The operation fetches from the network inside its transaction (URL import): the pipeline
+ * lets only a few run at once per process, so that slow sources cannot hold every database
+ * connection; the others wait before opening theirs.
+ */
+export class OutboundFetch extends Context.Tag("OutboundFetch")<OutboundFetch, true>() {}
+
+/**
  * What the OpenAPI document says about an endpoint's success response beyond what HttpApi
  * expresses: more media types (HttpApi documents one per status) and response headers
  * (name -> description; each always present).

@@ -24,6 +24,8 @@ let gif: Buffer
 // --- a source server for URL imports, on 127.0.0.1 --------------------------------------------
 let source: http.Server
 let src: string
+let slowInFlight = 0
+let slowMax = 0
 const sourceHandler = (req: http.IncomingMessage, res: http.ServerResponse) => {
   const path = new URL(req.url!, "http://x").pathname
   switch (path) {
@@ -72,6 +74,17 @@ const sourceHandler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     case "/to-img":
       res.writeHead(302, { location: "/img.png" })
       return res.end()
+    case "/slow.png": {
+      // A slow source: the image after 1.5 s; counts the fetches it serves at once.
+      slowMax = Math.max(slowMax, ++slowInFlight)
+      res.on("close", () => slowInFlight--)
+      const timer = setTimeout(() => {
+        res.writeHead(200, { "content-type": "image/png", "content-length": png.length })
+        res.end(png)
+      }, 1_500)
+      res.on("close", () => clearTimeout(timer))
+      return
+    }
     default:
       res.writeHead(404)
       res.end()
@@ -790,6 +803,17 @@ describe("POST /images/url", () => {
     expect(Option.getOrThrow(await t.withImages((images) => images.byId(declared.json.data.id))).requestedRating).toBe(
       "nsfw"
     )
+  })
+
+  it("slow sources cannot hold every database connection: 30 imports at once all succeed while other requests are served", async () => {
+    slowMax = 0
+    const imports = Promise.all(Array.from({ length: 30 }, () => importUrl(`${src}/slow.png`)))
+    await new Promise((r) => setTimeout(r, 300))
+    // The pool has 20 connections; imports run at most 8 at a time, so reads and writes go on.
+    expectEnvelope(await get("/images?limit=1"), 200)
+    expectEnvelope(await uploadRaw(png, "image/png"), 202)
+    for (const r of await imports) expectEnvelope(r, 202)
+    expect(slowMax).toBe(8)
   })
 
   it("refuses an HTML page and text under an image type (422 not_an_image)", async () => {

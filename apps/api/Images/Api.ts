@@ -4,7 +4,18 @@ import { CreationRating, DeclaredRating, ImageStatus, RatingSource, ReviewStatus
 import { ACCEPTED_CONTENT_TYPES, MAX_IMAGE_BYTES } from "../../../domain/ImageFormat.js"
 import * as E from "../Errors.js"
 import { Authentication, RequiredScope } from "../Security.js"
-import { BodyKind, Cursor, Envelope, IdPath, idempotent, jsonBody, Limit, optional, Page } from "../Shared.js"
+import {
+  BodyKind,
+  Cursor,
+  Envelope,
+  IdPath,
+  idempotent,
+  jsonBody,
+  Limit,
+  OutboundFetch,
+  optional,
+  Page
+} from "../Shared.js"
 import { MULTIPART_OVERHEAD } from "../Upload.js"
 
 const nullable = <S extends Schema.Schema.Any>(schema: S, description: string) =>
@@ -174,6 +185,7 @@ export class ImagesApi extends HttpApiGroup.make("images")
           .addError(E.SourceTooLarge)
           .addError(E.SourceForbidden)
           .addError(E.SourceUnreachable)
+          .annotate(OutboundFetch, true)
           .annotate(scope, "images:write")
           .annotate(OpenApi.Summary, "Import an image from a public URL; it is normalized asynchronously")
           .annotate(
