@@ -355,8 +355,26 @@ export const make = (brokers: ReadonlyArray<string>) =>
     ) =>
       Effect.gen(function* () {
         const consumer = yield* acquireConsumer(`follow.${topic}.${randomBytes(8).toString("hex")}`)
-        yield* runConsumer(consumer, topic, false, DEFAULT_MAX_BATCH, process, onDone)
-        for (const s of starts) consumer.seek({ topic, partition: s.partition, offset: String(s.offset) })
+        // The next offset per partition. The throw-away group commits nothing, so a consumer
+        // that crashed and restarted (a broker still loading its coordinator, say) would start
+        // at the end: every (re)join seeks it back to where it was.
+        const positions = new Map(starts.map((s) => [s.partition, s.offset]))
+        const seekAll = () => {
+          for (const [partition, offset] of positions) consumer.seek({ topic, partition, offset: String(offset) })
+        }
+        consumer.on(consumer.events.GROUP_JOIN, () => {
+          try {
+            seekAll()
+          } catch {}
+        })
+        yield* runConsumer(consumer, topic, false, DEFAULT_MAX_BATCH, process, async (payload, lastOffset) => {
+          await onDone(payload, lastOffset)
+          positions.set(payload.batch.partition, lastOffset + 1)
+        })
+        // Before the group is joined (or while a crashed consumer restarts) a seek is refused: retry.
+        yield* Effect.try({ try: seekAll, catch: kafkaError(`cannot position the follower of ${topic}`) }).pipe(
+          Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo("30 seconds")))
+        )
       })
 
     const follow = <A, I, E, R>(
