@@ -301,47 +301,55 @@ const make = Effect.gen(function* () {
       SELECT pg_notify(${IMAGE_JOBS_CHANNEL}, image_id) FROM job`.pipe(Effect.asVoid, Effect.orDie)
 
   /**
-   * Publishes a processing image: the reservation becomes the published size, the job and
-   * its private source go. None when the image is no longer processing (deleted, or done by
-   * another worker), and then nothing changed.
+   * Ends a processing image in one of the transaction's steps: `update` sets its new state,
+   * the reservation becomes `bytes` (0 for a failure), the job goes, and `type` is emitted.
+   * None when the image is no longer processing (deleted, or ended by another worker), and
+   * then nothing changed.
    */
-  const markReady = (id: string, published: Published) =>
+  const endProcessing = (
+    id: string,
+    bytes: number,
+    type: "image.converted" | "image.failed",
+    update: Effect.Effect<unknown, unknown>
+  ) =>
     Effect.gen(function* () {
       const current = yield* lockById(id)
       if (Option.isNone(current) || current.value.status !== "processing" || current.value.deletedAt !== null) {
         return Option.none<ImageRow>()
       }
       const image = current.value
-      yield* sql`
+      yield* Effect.orDie(update)
+      yield* adjustStorage(image.accountId, image.unmetered, bytes - image.reservedBytes)
+      yield* sql`DELETE FROM image_jobs WHERE image_id = ${id}`.pipe(Effect.orDie)
+      const row = Option.getOrThrow(yield* byId(id))
+      yield* emit(type, row)
+      return Option.some(row)
+    })
+
+  /** Publishes a processing image: the reservation becomes the published size. */
+  const markReady = (id: string, published: Published) =>
+    endProcessing(
+      id,
+      published.bytes,
+      "image.converted",
+      sql`
         UPDATE images SET status = 'ready', mime_type = ${published.mimeType}, ext = ${published.ext},
           blob_key = ${published.blobKey}, width = ${published.width}, height = ${published.height},
           frames = ${published.frames}, animated = ${published.animated}, bytes = ${published.bytes},
           reserved_bytes = 0, updated_at = clock_timestamp()
-        WHERE id = ${id}`.pipe(Effect.orDie)
-      yield* adjustStorage(image.accountId, image.unmetered, published.bytes - image.reservedBytes)
-      yield* sql`DELETE FROM image_jobs WHERE image_id = ${id}`.pipe(Effect.orDie)
-      const row = Option.getOrThrow(yield* byId(id))
-      yield* emit("image.converted", row)
-      return Option.some(row)
-    })
+        WHERE id = ${id}`
+    )
 
-  /** Ends a processing image for good: the reservation is released, the source purged. */
+  /** Ends a processing image for good, with the reason: the reservation is released. */
   const markFailed = (id: string, reason: string) =>
-    Effect.gen(function* () {
-      const current = yield* lockById(id)
-      if (Option.isNone(current) || current.value.status !== "processing" || current.value.deletedAt !== null) {
-        return Option.none<ImageRow>()
-      }
-      const image = current.value
-      yield* sql`
+    endProcessing(
+      id,
+      0,
+      "image.failed",
+      sql`
         UPDATE images SET status = 'failed', failure = ${reason}, reserved_bytes = 0, updated_at = clock_timestamp()
-        WHERE id = ${id}`.pipe(Effect.orDie)
-      yield* adjustStorage(image.accountId, image.unmetered, -image.reservedBytes)
-      yield* sql`DELETE FROM image_jobs WHERE image_id = ${id}`.pipe(Effect.orDie)
-      const row = Option.getOrThrow(yield* byId(id))
-      yield* emit("image.failed", row)
-      return Option.some(row)
-    })
+        WHERE id = ${id}`
+    )
 
   /**
    * Deletes the account's image: it leaves lists and delivery at once, its bytes (or its
@@ -407,15 +415,19 @@ const make = Effect.gen(function* () {
           })
         })
 
+  /** A declaration that applies at once supersedes a pending review of the same image. */
+  const closePendingReview = (imageId: string) =>
+    sql`
+      UPDATE rating_reviews SET status = 'rejected', decided_at = clock_timestamp()
+      WHERE image_id = ${imageId} AND status = 'pending'`.pipe(Effect.asVoid, Effect.orDie)
+
   /**
    * Records an owner's request for a less strict rating. A pending request of the same image
    * is replaced (one pending review per image).
    */
   const requestReview = (image: ImageRow, requested: DeclaredRating) =>
     Effect.gen(function* () {
-      yield* sql`
-        UPDATE rating_reviews SET status = 'rejected', decided_at = clock_timestamp()
-        WHERE image_id = ${image.id} AND status = 'pending'`.pipe(Effect.orDie)
+      yield* closePendingReview(image.id)
       yield* sql`
         INSERT INTO rating_reviews (id, image_id, account_id, requested, current_rating)
         VALUES (${newId("rev")}, ${image.id}, ${image.accountId}, ${requested}, ${image.rating})`.pipe(Effect.orDie)
@@ -424,12 +436,6 @@ const make = Effect.gen(function* () {
       yield* emit("image.rating_review_requested", row, { requested })
       return row
     })
-
-  /** A declaration that applies at once supersedes a pending review of the same image. */
-  const closePendingReview = (imageId: string) =>
-    sql`
-      UPDATE rating_reviews SET status = 'rejected', decided_at = clock_timestamp()
-      WHERE image_id = ${imageId} AND status = 'pending'`.pipe(Effect.asVoid, Effect.orDie)
 
   const toReview = (r: {
     id: string
@@ -601,7 +607,6 @@ const make = Effect.gen(function* () {
     findForUpdate,
     search,
     reserveStorage,
-    adjustStorage,
     storage,
     insertJob,
     markReady,
