@@ -23,6 +23,14 @@ export const dropTestDatabase = async (databaseUrl: string): Promise<void> => {
   const client = new pg.Client({ connectionString: inject("pgServerUrl") })
   await client.connect()
   try {
+    // Connections a disposed runtime is still closing (a LISTEN client ending, say) are given
+    // a moment: cut by the FORCE below while they end, they raise an error nobody handles.
+    const deadline = Date.now() + 3_000
+    while (Date.now() < deadline) {
+      const open = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1", [name])
+      if (open.rows[0].n === 0) break
+      await new Promise((r) => setTimeout(r, 50))
+    }
     await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
   } finally {
     await client.end()
