@@ -1,13 +1,12 @@
 import { randomBytes } from "node:crypto"
-import { Effect, Either, Exit, Fiber, Metric } from "effect"
+import { Effect, Either, Fiber, Metric } from "effect"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
+import { ipText } from "../../infra/http/HttpServer.js"
 import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
 import type { SlugEntry } from "./SlugTable.js"
 import type { VisitorSecrets } from "./VisitorSecrets.js"
 
-/** Values per click in the raw buffer: entry, time, ip, user agent, referer, country. */
-const STRIDE = 6
 /** Entries per in-memory cache (visitor hashes, user agents, referers, country headers). */
 const CACHE_ENTRIES = 10_000
 /** Raw clicks converted between two yields to the event loop. */
@@ -35,32 +34,192 @@ const droppedClicks = Metric.counter("redirector_clicks_dropped_total", {
 })
 const publishedClicks = Metric.counter("redirector_clicks_published_total")
 
+/** Distinct strings of one generation, each once, by index. */
+class Interned {
+  readonly values: Array<string> = []
+  private readonly index = new Map<string, number>()
+  of(s: string): number {
+    let i = this.index.get(s)
+    if (i === undefined) {
+      i = this.values.length
+      this.values.push(s)
+      this.index.set(s, i)
+    }
+    return i
+  }
+  clear() {
+    this.values.length = 0
+    this.index.clear()
+  }
+}
+
+/** An IPv4 address (also IPv4-mapped IPv6) as one int32; undefined for other addresses. */
+const ipv4Key = (b: Uint8Array): number | undefined => {
+  const o =
+    b.length === 4
+      ? 0
+      : b.length === 16 && b[10] === 0xff && b[11] === 0xff && b.subarray(0, 10).every((x) => x === 0)
+        ? 12
+        : -1
+  return o < 0 ? undefined : (b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!
+}
+
 /**
- * The request path's side of click capture: a flat array the handler pushes into. Address
- * and user agent stay in this process; the flusher turns them into the event's privacy
- * fields before anything is published.
+ * The raw clicks of one round, column by column: typed arrays of times and of indexes into
+ * the round's distinct addresses, user agents, referers and country headers. Recording a
+ * click allocates nothing that outlives the request (the header strings a request reads die
+ * young unless they are new this round), so a busy redirector does not promote every click's
+ * strings into the old generation and pay for them in long collections.
+ */
+class ClickRound {
+  count = 0
+  entries: Array<SlugEntry | undefined>
+  times: Float64Array
+  peers: Int32Array
+  agents: Int32Array
+  referers: Int32Array
+  countries: Int32Array
+  readonly peerTexts: Array<string> = []
+  private readonly peerByV4 = new Map<number, number>()
+  private readonly peerByText = new Map<string, number>()
+  readonly agentValues = new Interned()
+  readonly refererValues = new Interned()
+  readonly countryValues = new Interned()
+
+  constructor(capacity: number) {
+    this.entries = new Array(capacity)
+    this.times = new Float64Array(capacity)
+    this.peers = new Int32Array(capacity)
+    this.agents = new Int32Array(capacity)
+    this.referers = new Int32Array(capacity)
+    this.countries = new Int32Array(capacity)
+  }
+
+  private peerText(text: string): number {
+    let i = this.peerByText.get(text)
+    if (i === undefined) {
+      i = this.peerTexts.length
+      this.peerTexts.push(text)
+      this.peerByText.set(text, i)
+    }
+    return i
+  }
+
+  private peerOf(peer: ArrayBuffer | string): number {
+    if (typeof peer === "string") return this.peerText(peer)
+    const bytes = new Uint8Array(peer)
+    const v4 = ipv4Key(bytes)
+    if (v4 === undefined) return this.peerText(ipText(bytes))
+    let i = this.peerByV4.get(v4)
+    if (i === undefined) {
+      i = this.peerText(ipText(bytes))
+      this.peerByV4.set(v4, i)
+    }
+    return i
+  }
+
+  private grow() {
+    const size = this.times.length * 2
+    const widen = <T extends Float64Array | Int32Array>(a: T, make: (n: number) => T): T => {
+      const b = make(size)
+      b.set(a)
+      return b
+    }
+    this.entries.length = size
+    this.times = widen(this.times, (n) => new Float64Array(n))
+    this.peers = widen(this.peers, (n) => new Int32Array(n))
+    this.agents = widen(this.agents, (n) => new Int32Array(n))
+    this.referers = widen(this.referers, (n) => new Int32Array(n))
+    this.countries = widen(this.countries, (n) => new Int32Array(n))
+  }
+
+  push(
+    entry: SlugEntry,
+    time: number,
+    peer: ArrayBuffer | string,
+    userAgent: string,
+    referer: string,
+    country: string
+  ) {
+    const i = this.count
+    if (i === this.times.length) this.grow()
+    this.entries[i] = entry
+    this.times[i] = time
+    this.peers[i] = this.peerOf(peer)
+    this.agents[i] = this.agentValues.of(userAgent)
+    this.referers[i] = referer === "" ? -1 : this.refererValues.of(referer)
+    this.countries[i] = country === "" ? -1 : this.countryValues.of(country)
+    this.count = i + 1
+  }
+
+  /** Empty again, for reuse; forgets the links it pointed to. */
+  reset() {
+    this.entries.fill(undefined, 0, this.count)
+    this.count = 0
+    this.peerTexts.length = 0
+    this.peerByV4.clear()
+    this.peerByText.clear()
+    this.agentValues.clear()
+    this.refererValues.clear()
+    this.countryValues.clear()
+  }
+}
+
+/**
+ * The request path's side of click capture: the current round's clicks. Address and user
+ * agent stay in this process; the flusher turns them into the event's privacy fields before
+ * anything is published.
  */
 export class ClickBuffer {
-  raw: Array<unknown> = []
+  /** Clicks of the current round. */
   count = 0
-  /** Clicks converted to records, waiting to be published. */
+  /** Clicks taken from the request path (being converted, or converted and waiting to be published). */
   waiting = 0
   dropped = 0
   /** Set while the flusher sleeps: cuts the sleep short when a batch is full. */
   wake: (() => void) | undefined = undefined
+  current: ClickRound
+  /** Rounds taken whose conversion has to be tried again (the day's secret was unreadable). */
+  readonly retry: Array<ClickRound> = []
+  private readonly spare: Array<ClickRound> = []
 
   constructor(
     readonly maxBuffered: number,
     readonly batchSize: number
-  ) {}
+  ) {
+    this.current = new ClickRound(Math.min(batchSize, 16_384))
+  }
 
-  record(entry: SlugEntry, time: number, ip: string, userAgent: string, referer: string, country: string): void {
+  /** `peer` as HttpExchange.remoteAddressRaw gives it: 4 or 16 bytes, or the text. */
+  record(
+    entry: SlugEntry,
+    time: number,
+    peer: ArrayBuffer | string,
+    userAgent: string,
+    referer: string,
+    country: string
+  ): void {
     if (this.count + this.waiting >= this.maxBuffered) {
       this.dropped++
       return
     }
-    this.raw.push(entry, time, ip, userAgent, referer, country)
+    this.current.push(entry, time, peer, userAgent, referer, country)
     if (++this.count >= this.batchSize && this.wake !== undefined) this.wake()
+  }
+
+  /** The current round, for the flusher; recording goes on into a fresh (or reused) one. */
+  take(): ClickRound {
+    const taken = this.current
+    this.waiting += taken.count
+    this.count = 0
+    this.current = this.spare.pop() ?? new ClickRound(Math.min(this.batchSize, 16_384))
+    return taken
+  }
+
+  /** A converted round, back for reuse (two are kept). */
+  release(round: ClickRound) {
+    round.reset()
+    if (this.spare.length < 2) this.spare.push(round)
   }
 }
 
@@ -148,37 +307,29 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     }
 
     /**
-     * Raw clicks to clicks.recorded events, one per link (of at most `clicksPerEvent` clicks),
-     * giving the event loop back between slices so a backlog does not stall redirects. Needs
-     * each click day's secret: if that fails (or the flusher is stopped meanwhile), the clicks
-     * go back to the front of the buffer.
+     * One round's clicks to clicks.recorded events, one per link (of at most `clicksPerEvent`
+     * clicks), giving the event loop back between slices so a backlog does not stall
+     * redirects. Needs each click day's secret: if that fails (or the flusher is stopped
+     * meanwhile), the round stays first in line and nothing of it is published.
      */
-    const convert = Effect.uninterruptibleMask((restore) =>
+    const convertFirstRound = Effect.uninterruptibleMask((restore) =>
       Effect.gen(function* () {
-        if (buffer.count === 0) return
-        const raw = buffer.raw
-        const taken = buffer.count
-        buffer.raw = []
-        buffer.count = 0
-        buffer.waiting += taken
+        const round = buffer.retry[0]!
+        const n = round.count
+        const { times, entries, peers, agents, referers, countries, peerTexts } = round
+        const agentTexts = round.agentValues.values
+        const refererTexts = round.refererValues.values
+        const countryTexts = round.countryValues.values
         const days = new Map<number, Uint8Array>()
         let lastDay = -1
-        for (let i = 1; i < raw.length; i += STRIDE) {
-          const day = utcDay(raw[i] as number)
+        for (let i = 0; i < n; i++) {
+          const day = utcDay(times[i]!)
           if (day !== lastDay) {
             lastDay = day
             days.set(day, new Uint8Array())
           }
         }
-        const fetched = yield* Effect.exit(
-          restore(Effect.forEach(days.keys(), (day) => Effect.map(secrets.get(day), (s) => days.set(day, s))))
-        )
-        if (Exit.isFailure(fetched)) {
-          buffer.raw = raw.concat(buffer.raw)
-          buffer.count += taken
-          buffer.waiting -= taken
-          return yield* fetched
-        }
+        yield* restore(Effect.forEach(days.keys(), (day) => Effect.map(secrets.get(day), (s) => days.set(day, s))))
         // Per round a random prefix, per event a counter: unique ids without a CSPRNG call each.
         const idPrefix = `evt_${randomBytes(10).toString("hex")}`
         const occurredAt = new Date().toISOString()
@@ -205,36 +356,68 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
           group.clicks = []
           if (recordClicks >= clicksPerPublish || recordChars >= MAX_PUBLISH_CHARS) publishChunk()
         }
-        const seal = () => {
-          for (const group of groups.values()) if (group.clicks.length > 0) emit(group)
-          groups.clear()
-          publishChunk()
-        }
-        let converted = 0
-        for (let i = 0; i < raw.length; i += STRIDE) {
-          const entry = raw[i] as SlugEntry
-          const time = raw[i + 1] as number
-          const ip = raw[i + 2] as string
-          const userAgent = raw[i + 3] as string
-          const referer = raw[i + 4] as string
-          const header = raw[i + 5] as string
-          let group = groups.get(entry.linkId)
-          if (group === undefined) {
-            group = { linkId: entry.linkId, accountId: entry.accountId, clicks: [] }
-            groups.set(entry.linkId, group)
+        // A BatchedClick (domain/Events.ts) is written out from two parts, each made once per
+        // round for its inputs: country and referrer; then device, browser, bot and visitor
+        // (one per user agent, address and day).
+        const countrySlots = countryTexts.length + 1
+        const heads = new Map<number, string>()
+        const tailsByDay = new Map<number, Map<number, string>>()
+        let tails = new Map<number, string>()
+        let tailsDay = -1
+        let lastEntry: SlugEntry | undefined
+        let group: Group | undefined
+        for (let i = 0; i < n; i++) {
+          const entry = entries[i]!
+          if (entry !== lastEntry) {
+            lastEntry = entry
+            group = groups.get(entry.linkId)
+            if (group === undefined) {
+              group = { linkId: entry.linkId, accountId: entry.accountId, clicks: [] }
+              groups.set(entry.linkId, group)
+            }
           }
-          // A BatchedClick (domain/Events.ts), written out: this runs for every click.
-          group.clicks.push(
-            `{"at":${time},"country":${header === "" ? "null" : cached(countryJson, header, makeCountryJson)},` +
-              `"referrer_host":${referer === "" ? "null" : cached(refererJson, referer, makeRefererJson)},` +
-              `${cached(uaJson, userAgent, makeUaJson)},"visitor":"${visitorOf(utcDay(time), days, ip, userAgent)}"}`
-          )
-          if (group.clicks.length >= clicksPerEvent) emit(group)
-          if (++converted % CONVERT_SLICE === 0) yield* Effect.sleep(0)
+          const time = times[i]!
+          const day = utcDay(time)
+          if (day !== tailsDay) {
+            tailsDay = day
+            tails = tailsByDay.get(day) ?? new Map()
+            tailsByDay.set(day, tails)
+          }
+          const visitorKey = agents[i]! * peerTexts.length + peers[i]!
+          let tail = tails.get(visitorKey)
+          if (tail === undefined) {
+            const userAgent = agentTexts[agents[i]!]!
+            tail =
+              `${cached(uaJson, userAgent, makeUaJson)},` +
+              `"visitor":"${visitorOf(day, days, peerTexts[peers[i]!]!, userAgent)}"}`
+            tails.set(visitorKey, tail)
+          }
+          const r = referers[i]!
+          const c = countries[i]!
+          const headKey = (r + 1) * countrySlots + c + 1
+          let head = heads.get(headKey)
+          if (head === undefined) {
+            head =
+              `"country":${c < 0 ? "null" : cached(countryJson, countryTexts[c]!, makeCountryJson)},` +
+              `"referrer_host":${r < 0 ? "null" : cached(refererJson, refererTexts[r]!, makeRefererJson)},`
+            heads.set(headKey, head)
+          }
+          group!.clicks.push(`{"at":${time},${head}${tail}`)
+          if (group!.clicks.length >= clicksPerEvent) emit(group!)
+          if ((i + 1) % CONVERT_SLICE === 0) yield* Effect.sleep(0)
         }
-        seal()
+        for (const g of groups.values()) if (g.clicks.length > 0) emit(g)
+        publishChunk()
+        buffer.retry.shift()
+        buffer.release(round)
       })
     )
+
+    /** Takes the current round and converts, in order, every round not converted yet. */
+    const convert = Effect.gen(function* () {
+      if (buffer.count > 0) buffer.retry.push(buffer.take())
+      while (buffer.retry.length > 0) yield* convertFirstRound
+    })
 
     const publish = Effect.gen(function* () {
       while (waiting.length > 0) {

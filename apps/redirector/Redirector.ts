@@ -66,7 +66,7 @@ export const makeRedirectHandler = (
             clicks.record(
               entry,
               now,
-              ex.remoteAddress(),
+              ex.remoteAddressRaw(),
               ex.header("user-agent"),
               ex.header("referer"),
               countryHeader === "" ? "" : ex.header(countryHeader)

@@ -5,6 +5,7 @@ import m0003 from "./0003_usage.js"
 import m0004 from "./0004_event_log.js"
 import m0005 from "./0005_visitor_secrets.js"
 import m0006 from "./0006_images.js"
+import m0007 from "./0007_event_log_storage.js"
 
 export const migrations = Migrator.fromRecord({
   "0001_foundation": m0001,
@@ -12,5 +13,6 @@ export const migrations = Migrator.fromRecord({
   "0003_usage": m0003,
   "0004_event_log": m0004,
   "0005_visitor_secrets": m0005,
-  "0006_images": m0006
+  "0006_images": m0006,
+  "0007_event_log_storage": m0007
 })

@@ -573,6 +573,55 @@ describe("click capture when the event log fails", () => {
     expect(new Set(log.published.map((r) => JSON.parse(r.value).id)).size).toBe(log.published.length)
   })
 
+  it("a round of more clicks than its first arrays hold keeps every click, in order, with its own fields; an address as bytes is the same visitor as its text", async () => {
+    const log = flakyLog(() => false)
+    const other = { ...entry, linkId: "link_y", accountId: "acc_y" }
+    const v4 = new Uint8Array([192, 0, 2, 1]).buffer
+    const mapped = new Uint8Array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1]).buffer
+    const v6 = new Uint8Array([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]).buffer
+    const peers: Array<ArrayBuffer | string> = [v4, mapped, "192.0.2.1", v6, "2001:db8::1"]
+    const referers = ["", "https://a.example/x", "https://b.example/y"]
+    const countries = ["", "fr", "DE"]
+    const agents = [CHROME, SLACKBOT]
+    const n = 40_000 // the first arrays of a round hold 16384
+    const t0 = Date.now()
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const buffer = yield* makeClickCapture(secrets, { intervalMs: 60_000, batchSize: 1_000_000 })
+          for (let i = 0; i < n; i++) {
+            buffer.record(
+              i % 7 === 0 ? other : entry,
+              t0 + i,
+              peers[i % 5]!,
+              agents[i % 2]!,
+              referers[i % 3]!,
+              countries[i % 3]!
+            )
+          }
+          expect(buffer.count).toBe(n)
+        })
+      ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    const events = log.published.map((r) => JSON.parse(r.value))
+    const clicks = events.flatMap((e) =>
+      e.data.clicks.map((c: Record<string, unknown>) => ({ link: e.data.link_id, ...c }))
+    )
+    expect(clicks).toHaveLength(n)
+    const byLink = (link: string) => clicks.filter((c) => c.link === link).map((c) => (c.at as number) - t0)
+    expect(byLink("link_y")).toEqual(Array.from({ length: n }, (_, i) => i).filter((i) => i % 7 === 0))
+    expect(byLink("link_x")).toEqual(Array.from({ length: n }, (_, i) => i).filter((i) => i % 7 !== 0))
+    const secret = new Uint8Array(32)
+    for (const c of clicks) {
+      const i = (c.at as number) - t0
+      expect(c.referrer_host).toBe([null, "a.example", "b.example"][i % 3])
+      expect(c.country).toBe([null, "FR", "DE"][i % 3])
+      expect(c.bot).toBe(i % 2 === 1)
+      const address = i % 5 < 3 ? "192.0.2.1" : "2001:db8::1"
+      expect(c.visitor).toBe(visitorHash(secret, address, agents[i % 2]!))
+    }
+  })
+
   it("memory is bounded: beyond the cap clicks are dropped and counted, not buffered", async () => {
     const log = flakyLog(() => true)
     const buffer = await Effect.runPromise(
