@@ -32,6 +32,34 @@ const statement = <A>(build: () => A) => Effect.sync(build)
 
 const num = (v: number | string) => Number(v)
 
+/**
+ * The first version's tables (one input row per click, count states), if still there, are
+ * copied into the current rollup, then dropped. The copy is filled under another name and
+ * renamed in one step, so a migration cut short starts over and never counts twice; with
+ * the current rollup in place only the drop is left. Run before the projector starts (and,
+ * against a ClickHouse server, with the previous version stopped).
+ */
+const migrateLegacy = (engine: Engine, database: string, live: Sql.Tables) =>
+  Effect.gen(function* () {
+    const legacy = Sql.legacyTables(database)
+    const present = new Set(
+      (yield* engine.rows<{ name: string }>(
+        Sql.existingTables(database, [Sql.bare(legacy.rollup), Sql.bare(live.rollup)])
+      )).map((r) => r.name)
+    )
+    if (!present.has(Sql.bare(legacy.rollup))) return
+    if (!present.has(Sql.bare(live.rollup))) {
+      const into = `${live.rollup}_migrating`
+      for (const statement of Sql.migrateLegacyRollup(legacy, into)) yield* engine.exec(statement)
+      yield* engine.exec(`RENAME TABLE ${into} TO ${live.rollup}`)
+      yield* Effect.logInfo(`analytics: migrated ${legacy.rollup} to ${live.rollup}`)
+    }
+    // With what an interrupted rebuild of that version may have left.
+    for (const t of [legacy, Sql.legacyTables(database, Sql.REBUILD), Sql.legacyTables(database, Sql.OLD)]) {
+      for (const statement of Sql.dropTables(t)) yield* engine.exec(statement)
+    }
+  })
+
 /** The analytics port over an engine, in `database` (created with its tables if missing). */
 export const makeStore = (engine: Engine, database: string) =>
   Effect.gen(function* () {
@@ -42,6 +70,7 @@ export const makeStore = (engine: Engine, database: string) =>
     const run = (statements: ReadonlyArray<string>) => Effect.forEach(statements, engine.exec, { discard: true })
 
     yield* engine.exec(Sql.createDatabase(database))
+    yield* migrateLegacy(engine, database, live)
     yield* run(Sql.createTables(live))
 
     const writer = (t: Sql.Tables): AnalyticsWriter => ({

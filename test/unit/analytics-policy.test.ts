@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest"
 import { projectBatch, RecentIds, toClickRow } from "../../apps/workers/ClickProjector.js"
 import {
   type AnalyticsQuery,
+  type ClickRow,
   Dimensions,
   displayValue,
   foldSmallValues,
@@ -12,7 +13,7 @@ import {
 } from "../../domain/Analytics.js"
 import type { Batch, LogRecord } from "../../domain/EventLog.js"
 import type { ClickRecorded } from "../../domain/Events.js"
-import { coveringRows, inputRows, quote } from "../../infra/analytics/Sql.js"
+import { coveringRows, type InputRow, inputRows, quote } from "../../infra/analytics/Sql.js"
 
 const H = 3600
 const iso = (s: string) => Date.parse(s) / 1000
@@ -283,6 +284,90 @@ describe("click projection", () => {
     const onlyDuplicates = projectBatch(batch(0, [[5, click("seen")]], 7), 4, recent)
     expect(onlyDuplicates.insert).toEqual({ partition: 0, upTo: 7, rows: [] })
     expect(inputRows(onlyDuplicates.insert!)).toEqual([expect.objectContaining({ link_id: "", source_offset: 7 })])
+  })
+
+  it("sums a batch's clicks into rollup rows: per link, hour and day, bot flag; totals per visitor, one row per dimension value", () => {
+    const H = Date.parse("2026-03-01T23:00:00Z") / 1000
+    const row = (over: Partial<ClickRow>): ClickRow => ({
+      linkId: "link_a",
+      hour: H,
+      bot: false,
+      country: "FR",
+      referrer: "",
+      device: "mobile",
+      browser: "Safari",
+      visitor: "00000000000000aa",
+      ...over
+    })
+    const rows = inputRows({
+      partition: 3,
+      upTo: 41,
+      rows: [
+        row({}),
+        row({}),
+        row({ visitor: "00000000000000bb", country: "DE" }),
+        row({ hour: H + 3600 }), // the next UTC day
+        row({ bot: true, device: "other", browser: "other", visitor: "00000000000000cc" }),
+        row({ linkId: "link_b" })
+      ]
+    })
+    const key = (r: InputRow) =>
+      `${r.link_id} ${r.period} ${r.start - H} ${r.bot} ${r.dimension}=${r.value} ${r.visitor}`
+    const got = Object.fromEntries(rows.map((r) => [key(r), r.clicks]))
+    const day0 = Math.floor(H / 86_400) * 86_400 - H
+    expect(got).toEqual({
+      // link_a, 23:00, human: two visitors, 3 clicks
+      "link_a 3600 0 0 = 00000000000000aa": 2,
+      "link_a 3600 0 0 = 00000000000000bb": 1,
+      "link_a 3600 0 0 country=FR ": 2,
+      "link_a 3600 0 0 country=DE ": 1,
+      "link_a 3600 0 0 referrer= ": 3,
+      "link_a 3600 0 0 device=mobile ": 3,
+      "link_a 3600 0 0 browser=Safari ": 3,
+      // link_a, 23:00, bot
+      "link_a 3600 0 1 = 00000000000000cc": 1,
+      "link_a 3600 0 1 country=FR ": 1,
+      "link_a 3600 0 1 referrer= ": 1,
+      "link_a 3600 0 1 device=other ": 1,
+      "link_a 3600 0 1 browser=other ": 1,
+      // link_a, 00:00 the next day
+      "link_a 3600 3600 0 = 00000000000000aa": 1,
+      "link_a 3600 3600 0 country=FR ": 1,
+      "link_a 3600 3600 0 referrer= ": 1,
+      "link_a 3600 3600 0 device=mobile ": 1,
+      "link_a 3600 3600 0 browser=Safari ": 1,
+      // day rows: the first day sums its hour rows, the second day has its own
+      [`link_a 86400 ${day0} 0 = 00000000000000aa`]: 2,
+      [`link_a 86400 ${day0} 0 = 00000000000000bb`]: 1,
+      [`link_a 86400 ${day0} 0 country=FR `]: 2,
+      [`link_a 86400 ${day0} 0 country=DE `]: 1,
+      [`link_a 86400 ${day0} 0 referrer= `]: 3,
+      [`link_a 86400 ${day0} 0 device=mobile `]: 3,
+      [`link_a 86400 ${day0} 0 browser=Safari `]: 3,
+      [`link_a 86400 ${day0} 1 = 00000000000000cc`]: 1,
+      [`link_a 86400 ${day0} 1 country=FR `]: 1,
+      [`link_a 86400 ${day0} 1 referrer= `]: 1,
+      [`link_a 86400 ${day0} 1 device=other `]: 1,
+      [`link_a 86400 ${day0} 1 browser=other `]: 1,
+      "link_a 86400 3600 0 = 00000000000000aa": 1,
+      "link_a 86400 3600 0 country=FR ": 1,
+      "link_a 86400 3600 0 referrer= ": 1,
+      "link_a 86400 3600 0 device=mobile ": 1,
+      "link_a 86400 3600 0 browser=Safari ": 1,
+      // link_b: one click, apart
+      "link_b 3600 0 0 = 00000000000000aa": 1,
+      "link_b 3600 0 0 country=FR ": 1,
+      "link_b 3600 0 0 referrer= ": 1,
+      "link_b 3600 0 0 device=mobile ": 1,
+      "link_b 3600 0 0 browser=Safari ": 1,
+      [`link_b 86400 ${day0} 0 = 00000000000000aa`]: 1,
+      [`link_b 86400 ${day0} 0 country=FR `]: 1,
+      [`link_b 86400 ${day0} 0 referrer= `]: 1,
+      [`link_b 86400 ${day0} 0 device=mobile `]: 1,
+      [`link_b 86400 ${day0} 0 browser=Safari `]: 1
+    })
+    expect(rows).toHaveLength(Object.keys(got).length)
+    expect(rows.every((r) => r.source_partition === 3 && r.source_offset === 41)).toBe(true)
   })
 
   it("remembers a bounded window of ids, forgetting the oldest", () => {
