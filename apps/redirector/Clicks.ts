@@ -79,9 +79,8 @@ class ClickRound {
   agents: Int32Array
   referers: Int32Array
   countries: Int32Array
-  readonly peerTexts: Array<string> = []
+  readonly peerValues = new Interned()
   private readonly peerByV4 = new Map<number, number>()
-  private readonly peerByText = new Map<string, number>()
   readonly agentValues = new Interned()
   readonly refererValues = new Interned()
   readonly countryValues = new Interned()
@@ -95,24 +94,14 @@ class ClickRound {
     this.countries = new Int32Array(capacity)
   }
 
-  private peerText(text: string): number {
-    let i = this.peerByText.get(text)
-    if (i === undefined) {
-      i = this.peerTexts.length
-      this.peerTexts.push(text)
-      this.peerByText.set(text, i)
-    }
-    return i
-  }
-
   private peerOf(peer: ArrayBuffer | string): number {
-    if (typeof peer === "string") return this.peerText(peer)
+    if (typeof peer === "string") return this.peerValues.of(peer)
     const bytes = new Uint8Array(peer)
     const v4 = ipv4Key(bytes)
-    if (v4 === undefined) return this.peerText(ipText(bytes))
+    if (v4 === undefined) return this.peerValues.of(ipText(bytes))
     let i = this.peerByV4.get(v4)
     if (i === undefined) {
-      i = this.peerText(ipText(bytes))
+      i = this.peerValues.of(ipText(bytes))
       this.peerByV4.set(v4, i)
     }
     return i
@@ -156,9 +145,8 @@ class ClickRound {
   reset() {
     this.entries.fill(undefined, 0, this.count)
     this.count = 0
-    this.peerTexts.length = 0
+    this.peerValues.clear()
     this.peerByV4.clear()
-    this.peerByText.clear()
     this.agentValues.clear()
     this.refererValues.clear()
     this.countryValues.clear()
@@ -316,7 +304,8 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
       Effect.gen(function* () {
         const round = buffer.retry[0]!
         const n = round.count
-        const { times, entries, peers, agents, referers, countries, peerTexts } = round
+        const { times, entries, peers, agents, referers, countries } = round
+        const peerTexts = round.peerValues.values
         const agentTexts = round.agentValues.values
         const refererTexts = round.refererValues.values
         const countryTexts = round.countryValues.values
