@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto"
 import { Effect, Either, Fiber, Metric } from "effect"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
-import { ipText } from "../../infra/http/HttpServer.js"
+import { ipText, ipv4Offset } from "../../infra/http/HttpServer.js"
 import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
 import type { SlugEntry } from "./SlugTable.js"
 import type { VisitorSecrets } from "./VisitorSecrets.js"
@@ -55,12 +55,7 @@ class Interned {
 
 /** An IPv4 address (also IPv4-mapped IPv6) as one int32; undefined for other addresses. */
 const ipv4Key = (b: Uint8Array): number | undefined => {
-  const o =
-    b.length === 4
-      ? 0
-      : b.length === 16 && b[10] === 0xff && b[11] === 0xff && b.subarray(0, 10).every((x) => x === 0)
-        ? 12
-        : -1
+  const o = ipv4Offset(b)
   return o < 0 ? undefined : (b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!
 }
 

@@ -135,16 +135,22 @@ export const loadUws = (): { readonly module: UwsModule } | { readonly error: st
   return uwsModule
 }
 
+/** Where the IPv4 address starts in `b` (4 bytes, or IPv4-mapped IPv6); -1 for anything else. */
+export const ipv4Offset = (b: Uint8Array): number =>
+  b.length === 4
+    ? 0
+    : b.length === 16 && b[10] === 0xff && b[11] === 0xff && b.subarray(0, 10).every((x) => x === 0)
+      ? 12
+      : -1
+
 /**
  * An address in the text form node:http gives: dotted IPv4 (also for IPv4-mapped IPv6), and
  * RFC 5952 IPv6 (lower case, no leading zeros, the longest run of zero groups as "::").
  */
 export const ipText = (b: Uint8Array): string => {
-  if (b.length === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`
+  const o = ipv4Offset(b)
+  if (o >= 0) return `${b[o]}.${b[o + 1]}.${b[o + 2]}.${b[o + 3]}`
   if (b.length !== 16) return ""
-  if (b[10] === 0xff && b[11] === 0xff && b.subarray(0, 10).every((x) => x === 0)) {
-    return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`
-  }
   const groups: Array<number> = []
   for (let i = 0; i < 16; i += 2) groups.push((b[i]! << 8) | b[i + 1]!)
   let bestStart = -1
