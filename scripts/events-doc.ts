@@ -36,8 +36,10 @@ export const renderEventsDoc = (): string => {
       const ast = event.ast as SchemaAST.TypeLiteral
       const typeProp = ast.propertySignatures.find((p) => p.name === "type")!
       const type = (typeProp.type as SchemaAST.Literal).literal
+      const versionProp = ast.propertySignatures.find((p) => p.name === "version")!
+      const version = (versionProp.type as SchemaAST.Literal).literal
       const description = SchemaAST.getDescriptionAnnotation(event.ast)
-      out.push(`### \`${String(type)}\``, "")
+      out.push(`### \`${String(type)}\`${version === 1 ? "" : ` (version ${String(version)})`}`, "")
       if (description._tag === "Some") out.push(description.value, "")
       out.push("```json", JSON.stringify(JSONSchema.make(event as Schema.Schema<any, any, never>), null, 2), "```", "")
     }

@@ -12,8 +12,14 @@ const CACHE_ENTRIES = 10_000
 /** Raw clicks converted between two yields to the event loop. */
 const CONVERT_SLICE = 1_000
 /**
+ * Clicks per clicks.recorded event by default: a visitor's entry is ~75 characters and each
+ * click adds ~20, so even with every click by another visitor an event stays under 400 KB
+ * (Kafka takes 1 MB per message by default).
+ */
+const CLICKS_PER_EVENT = 4_000
+/**
  * JSON characters per publish call at most (a few events): Kafka takes at most 1 MB per
- * partition and request by default (message.max.bytes), and a click is ~150 characters.
+ * partition and request by default (message.max.bytes).
  */
 const MAX_PUBLISH_CHARS = 400_000
 
@@ -22,7 +28,7 @@ export interface ClickCaptureOptions {
   readonly maxBuffered?: number
   /** Buffered clicks that trigger a flush before the interval (default 10000). */
   readonly batchSize?: number
-  /** Clicks of one link per clicks.recorded event at most (default 1000, ~150 KB of JSON). */
+  /** Clicks of one link per clicks.recorded event at most (default 4000). */
   readonly clicksPerEvent?: number
   readonly intervalMs?: number
   /** How long closing keeps retrying to publish what is left (default 10 s). */
@@ -216,7 +222,7 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
   Effect.gen(function* () {
     const log = yield* EventLog
     const batchSize = options.batchSize ?? 10_000
-    const clicksPerEvent = Math.max(1, Math.min(options.clicksPerEvent ?? 1000, MAX_CLICKS_PER_EVENT))
+    const clicksPerEvent = Math.max(1, Math.min(options.clicksPerEvent ?? CLICKS_PER_EVENT, MAX_CLICKS_PER_EVENT))
     /** Clicks per publish call at most (several events): bounds one append after an outage. */
     const clicksPerPublish = Math.max(batchSize, clicksPerEvent)
     const intervalMs = options.intervalMs ?? 100
@@ -282,11 +288,57 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     let reportedDrops = 0
     let failures = 0
 
-    /** One link's clicks of a round, as JSON fragments of BatchedClick. */
-    interface Group {
-      readonly linkId: string
-      readonly accountId: string
-      clicks: Array<string>
+    /**
+     * One link's clicks of a round, column by column (ClickColumnsData, domain/Events.ts):
+     * per click its time (after the one before) and the indexes of its values in the event's
+     * lists, which hold the JSON of each distinct value once.
+     */
+    class Group {
+      at: Array<number> = []
+      country: Array<number> = []
+      referrer: Array<number> = []
+      visitor: Array<number> = []
+      lastAt = 0
+      readonly countries = new Map<string, number>()
+      readonly referrers = new Map<string, number>()
+      readonly visitors = new Map<string, number>()
+      constructor(
+        readonly linkId: string,
+        readonly accountId: string
+      ) {}
+      static indexOf(values: Map<string, number>, json: string) {
+        let i = values.get(json)
+        if (i === undefined) {
+          i = values.size
+          values.set(json, i)
+        }
+        return i
+      }
+      push(time: number, countryJson: string, referrerJson: string, visitorJson: string) {
+        this.at.push(time - this.lastAt)
+        this.lastAt = time
+        this.country.push(Group.indexOf(this.countries, countryJson))
+        this.referrer.push(Group.indexOf(this.referrers, referrerJson))
+        this.visitor.push(Group.indexOf(this.visitors, visitorJson))
+      }
+      /** The event's `data`; the group starts a new event. */
+      take(): string {
+        const list = (values: Map<string, number>) => [...values.keys()].join(",")
+        const data =
+          `{"link_id":${JSON.stringify(this.linkId)},"countries":[${list(this.countries)}],` +
+          `"referrer_hosts":[${list(this.referrers)}],"visitors":[${list(this.visitors)}],` +
+          `"at":[${this.at.join(",")}],"country":[${this.country.join(",")}],` +
+          `"referrer":[${this.referrer.join(",")}],"visitor":[${this.visitor.join(",")}]}`
+        this.at = []
+        this.country = []
+        this.referrer = []
+        this.visitor = []
+        this.lastAt = 0
+        this.countries.clear()
+        this.referrers.clear()
+        this.visitors.clear()
+        return data
+      }
     }
 
     /**
@@ -330,24 +382,22 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
           recordChars = 0
         }
         const emit = (group: Group) => {
+          const clicks = group.at.length
           const value =
-            `{"id":"${idPrefix}${(sequence++).toString(36)}","type":"clicks.recorded","version":1,` +
-            `"occurred_at":"${occurredAt}","account_id":${JSON.stringify(group.accountId)},` +
-            `"data":{"link_id":${JSON.stringify(group.linkId)},"clicks":[${group.clicks.join(",")}]}}`
+            `{"id":"${idPrefix}${(sequence++).toString(36)}","type":"clicks.recorded","version":2,` +
+            `"occurred_at":"${occurredAt}","account_id":${JSON.stringify(group.accountId)},"data":${group.take()}}`
           records.push({ key: group.linkId, value })
-          recordClicks += group.clicks.length
+          recordClicks += clicks
           recordChars += value.length
-          group.clicks = []
           if (recordClicks >= clicksPerPublish || recordChars >= MAX_PUBLISH_CHARS) publishChunk()
         }
-        // A BatchedClick (domain/Events.ts) is written out from two parts, each made once per
-        // round for its inputs: country and referrer; then device, browser, bot and visitor
-        // (one per user agent, address and day).
-        const countrySlots = countryTexts.length + 1
-        const heads = new Map<number, string>()
-        const tailsByDay = new Map<number, Map<number, string>>()
-        let tails = new Map<number, string>()
-        let tailsDay = -1
+        // The JSON of a click's values, each made once per round for its inputs: country,
+        // referrer, and the visitor with its classes (one per user agent, address and day).
+        const countryValues = countryTexts.map((c) => cached(countryJson, c, makeCountryJson))
+        const refererValues = refererTexts.map((r) => cached(refererJson, r, makeRefererJson))
+        const visitorsByDay = new Map<number, Map<number, string>>()
+        let visitors = new Map<number, string>()
+        let visitorsDay = -1
         let lastEntry: SlugEntry | undefined
         let group: Group | undefined
         for (let i = 0; i < n; i++) {
@@ -356,41 +406,33 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
             lastEntry = entry
             group = groups.get(entry.linkId)
             if (group === undefined) {
-              group = { linkId: entry.linkId, accountId: entry.accountId, clicks: [] }
+              group = new Group(entry.linkId, entry.accountId)
               groups.set(entry.linkId, group)
             }
           }
           const time = times[i]!
           const day = utcDay(time)
-          if (day !== tailsDay) {
-            tailsDay = day
-            tails = tailsByDay.get(day) ?? new Map()
-            tailsByDay.set(day, tails)
+          if (day !== visitorsDay) {
+            visitorsDay = day
+            visitors = visitorsByDay.get(day) ?? new Map()
+            visitorsByDay.set(day, visitors)
           }
           const visitorKey = agents[i]! * peerTexts.length + peers[i]!
-          let tail = tails.get(visitorKey)
-          if (tail === undefined) {
+          let visitor = visitors.get(visitorKey)
+          if (visitor === undefined) {
             const userAgent = agentTexts[agents[i]!]!
-            tail =
-              `${cached(uaJson, userAgent, makeUaJson)},` +
-              `"visitor":"${visitorOf(day, days, peerTexts[peers[i]!]!, userAgent)}"}`
-            tails.set(visitorKey, tail)
+            visitor =
+              `{"visitor":"${visitorOf(day, days, peerTexts[peers[i]!]!, userAgent)}",` +
+              `${cached(uaJson, userAgent, makeUaJson)}}`
+            visitors.set(visitorKey, visitor)
           }
           const r = referers[i]!
           const c = countries[i]!
-          const headKey = (r + 1) * countrySlots + c + 1
-          let head = heads.get(headKey)
-          if (head === undefined) {
-            head =
-              `"country":${c < 0 ? "null" : cached(countryJson, countryTexts[c]!, makeCountryJson)},` +
-              `"referrer_host":${r < 0 ? "null" : cached(refererJson, refererTexts[r]!, makeRefererJson)},`
-            heads.set(headKey, head)
-          }
-          group!.clicks.push(`{"at":${time},${head}${tail}`)
-          if (group!.clicks.length >= clicksPerEvent) emit(group!)
+          group!.push(time, c < 0 ? "null" : countryValues[c]!, r < 0 ? "null" : refererValues[r]!, visitor)
+          if (group!.at.length >= clicksPerEvent) emit(group!)
           if ((i + 1) % CONVERT_SLICE === 0) yield* Effect.sleep(0)
         }
-        for (const g of groups.values()) if (g.clicks.length > 0) emit(g)
+        for (const g of groups.values()) if (g.at.length > 0) emit(g)
         publishChunk()
         buffer.retry.shift()
         buffer.release(round)

@@ -3,8 +3,10 @@ import { Analytics, type ClickBatch, type ClickRow, hourOf } from "../../domain/
 import { type Batch, EventLog, type LogRecord } from "../../domain/EventLog.js"
 import {
   type BatchedClick,
+  type ClickColumnsData,
   type ClickEvent,
   ClickRecorded,
+  clickColumnsProblem,
   envelope,
   MAX_CLICKS_PER_EVENT,
   Topics
@@ -53,12 +55,55 @@ const isClickList = (u: unknown): u is ReadonlyArray<BatchedClick> => {
   return true
 }
 
+const isIntArray = (u: unknown, min: number): u is ReadonlyArray<number> => {
+  if (!Array.isArray(u)) return false
+  for (const x of u) if (typeof x !== "number" || !Number.isInteger(x) || x < min) return false
+  return true
+}
+
+const isNullOrStringArray = (u: unknown): u is ReadonlyArray<string | null> => {
+  if (!Array.isArray(u)) return false
+  for (const x of u) if (!isNullOrString(x)) return false
+  return true
+}
+
+const isClickVisitor = (u: unknown) => {
+  if (typeof u !== "object" || u === null) return false
+  const v = u as Record<string, unknown>
+  return (
+    typeof v.visitor === "string" &&
+    typeof v.device === "string" &&
+    DEVICES.has(v.device) &&
+    typeof v.browser === "string" &&
+    typeof v.bot === "boolean"
+  )
+}
+
+/** The shape of ClickColumnsData (domain/Events.ts), checked by hand: one loop per column. */
+export const isClickColumns = (u: unknown): u is ClickColumnsData => {
+  if (typeof u !== "object" || u === null) return false
+  const d = u as Record<string, unknown>
+  return (
+    typeof d.link_id === "string" &&
+    isNullOrStringArray(d.countries) &&
+    isNullOrStringArray(d.referrer_hosts) &&
+    Array.isArray(d.visitors) &&
+    d.visitors.every(isClickVisitor) &&
+    isIntArray(d.at, Number.MIN_SAFE_INTEGER) &&
+    isIntArray(d.country, 0) &&
+    isIntArray(d.referrer, 0) &&
+    isIntArray(d.visitor, 0) &&
+    clickColumnsProblem(d as unknown as ClickColumnsData) === undefined
+  )
+}
+
 /**
  * What the projector decodes clicks.v1 with: the same events as ClickEvent, but the clicks of
- * a `clicks.recorded` batch are checked by one plain loop instead of a Schema decode each
+ * a `clicks.recorded` batch are checked by plain loops instead of a Schema decode each
  * (a test keeps the two in agreement). An event that fails is poison, as with the full schema.
  */
 export const ClickEventWire = Schema.Union(
+  envelope("clicks.recorded", Schema.declare(isClickColumns, { identifier: "LinkClickColumns" }), 2),
   envelope(
     "clicks.recorded",
     Schema.Struct({
@@ -119,31 +164,81 @@ export const toClickRow = (event: ClickRecorded, record: LogRecord): ClickRow =>
 /** Times past this (2106, the end of the rollup's UInt32 seconds) are not taken. */
 const MAX_AT = (2 ** 32 - 3600) * 1000
 
+const storedCountry = (c: string | null) => {
+  const country = c === null ? "" : c.toUpperCase()
+  return COUNTRY.test(country) ? country : ""
+}
+const storedReferrer = (host: string | null) => {
+  const referrer = host === null ? "" : host.toLowerCase().replace(/\.$/, "")
+  return HOST.test(referrer) ? referrer : ""
+}
+const storedBrowser = (b: string) => {
+  const browser = b.trim().slice(0, 64)
+  return browser === "" ? "other" : browser
+}
+const storedVisitor = (v: string) => {
+  const visitor = v.toLowerCase()
+  return VISITOR.test(visitor) ? visitor : ""
+}
+/** The rollup hour of a click time; a time out of range falls back to when the log appended it. */
+const clickHour = (at: number, record: LogRecord) => hourOf(at < 0 || at > MAX_AT ? record.timestamp : at)
+
 /**
  * The rollup row of a click of a `clicks.recorded` batch, bounded like toClickRow's; a time
  * out of range falls back to when the log appended the batch.
  */
-export const batchedClickRow = (linkId: string, click: BatchedClick, record: LogRecord): ClickRow => {
-  const at = click.at
-  const country = click.country === null ? "" : click.country.toUpperCase()
-  const referrer = click.referrer_host === null ? "" : click.referrer_host.toLowerCase().replace(/\.$/, "")
-  const browser = click.browser.trim().slice(0, 64)
-  const visitor = click.visitor.toLowerCase()
-  return {
-    linkId,
-    hour: hourOf(at > MAX_AT ? record.timestamp : at),
-    bot: click.bot,
-    country: COUNTRY.test(country) ? country : "",
-    referrer: HOST.test(referrer) ? referrer : "",
-    device: click.device,
-    browser: browser === "" ? "other" : browser,
-    visitor: VISITOR.test(visitor) ? visitor : ""
+export const batchedClickRow = (linkId: string, click: BatchedClick, record: LogRecord): ClickRow => ({
+  linkId,
+  hour: clickHour(click.at, record),
+  bot: click.bot,
+  country: storedCountry(click.country),
+  referrer: storedReferrer(click.referrer_host),
+  device: click.device,
+  browser: storedBrowser(click.browser),
+  visitor: storedVisitor(click.visitor)
+})
+
+/**
+ * The rollup rows of a `clicks.recorded` (version 2) event, appended to `rows`: each distinct
+ * value is bounded once (as batchedClickRow does), then every click is a few index lookups.
+ */
+export const columnRows = (d: ClickColumnsData, record: LogRecord, rows: Array<ClickRow>) => {
+  const linkId = d.link_id
+  const countries = d.countries.map(storedCountry)
+  const referrers = d.referrer_hosts.map(storedReferrer)
+  const visitors = d.visitors.map((v) => ({
+    bot: v.bot,
+    device: v.device,
+    browser: storedBrowser(v.browser),
+    visitor: storedVisitor(v.visitor)
+  }))
+  const { at: times, country, referrer, visitor } = d
+  let at = 0
+  let hourAt = Number.NaN
+  let hour = 0
+  for (let i = 0; i < times.length; i++) {
+    at += times[i]!
+    if (at !== hourAt) {
+      hourAt = at
+      hour = clickHour(at, record)
+    }
+    const v = visitors[visitor[i]!]!
+    rows.push({
+      linkId,
+      hour,
+      bot: v.bot,
+      country: countries[country[i]!]!,
+      referrer: referrers[referrer[i]!]!,
+      device: v.device,
+      browser: v.browser,
+      visitor: v.visitor
+    })
   }
 }
 
 /** How many clicks an event carries. */
 export const clickCount = (event: ClickEvent): number =>
-  event.type === "clicks.recorded" ? event.data.clicks.length : 1
+  event.type === "click.recorded" ? 1 : "clicks" in event.data ? event.data.clicks.length : event.data.at.length
 
 /**
  * Splits a partition batch into runs of whole events with at most `maxRows` clicks each (an
@@ -200,8 +295,9 @@ export const projectBatch = (batch: Batch<ClickEvent>, watermark: number, recent
     }
     inBatch.add(event.id)
     if (event.type === "clicks.recorded") {
-      const linkId = event.data.link_id
-      for (const click of event.data.clicks) rows.push(batchedClickRow(linkId, click, record))
+      const data = event.data
+      if ("clicks" in data) for (const click of data.clicks) rows.push(batchedClickRow(data.link_id, click, record))
+      else columnRows(data, record, rows)
     } else {
       rows.push(toClickRow(event, record))
     }

@@ -18,7 +18,14 @@ import { dayString, utcDay, visitorHash } from "../../apps/redirector/ClickClass
 import { makeClickCapture } from "../../apps/redirector/Clicks.js"
 import { Redirector, RedirectorLayer } from "../../apps/redirector/Redirector.js"
 import { EventLog, EventLogError, type LogRecord, type OutgoingRecord } from "../../domain/EventLog.js"
-import { type BatchedClick, ClickEvent, type ClicksRecorded, Topics } from "../../domain/Events.js"
+import {
+  type BatchedClick,
+  batchedClicks,
+  ClickEvent,
+  type ClicksRecorded,
+  type ClicksRecordedV2,
+  Topics
+} from "../../domain/Events.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
@@ -131,12 +138,12 @@ const clicksOf = (env: Env, linkId: string) =>
   env.infra.runPromise(
     Effect.gen(function* () {
       const log = yield* EventLog
-      const found: Array<{ click: BatchedClick; event: ClicksRecorded; record: LogRecord }> = []
+      const found: Array<{ click: BatchedClick; event: ClicksRecorded | ClicksRecordedV2; record: LogRecord }> = []
       yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
         Effect.sync(() => {
           for (const { event, record } of batch.events) {
             if (event.type !== "clicks.recorded" || event.data.link_id !== linkId) continue
-            for (const click of event.data.clicks) found.push({ click, event, record })
+            for (const click of batchedClicks(event.data)) found.push({ click, event, record })
           }
         })
       )
@@ -272,12 +279,12 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     const { click, event, record } = clicks[0]!
     expect(record.key).toBe(link.id)
     expect(event.type).toBe("clicks.recorded")
-    expect(event.version).toBe(1)
+    expect(event.version).toBe(2)
     expect(event.account_id).toBe(env().account.accountId)
     expect(Date.parse(event.occurred_at)).toBeGreaterThanOrEqual(before - 5)
     expect(Date.parse(event.occurred_at)).toBeLessThanOrEqual(Date.now())
     expect(event.data.link_id).toBe(link.id)
-    expect(event.data.clicks).toHaveLength(1)
+    expect(batchedClicks(event.data)).toHaveLength(1)
     expect(click).toEqual({
       at: expect.any(Number),
       country: "DE",
@@ -292,10 +299,12 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     // Nothing beyond the envelope and the click fields, and no trace of who clicked.
     const raw = JSON.parse(record.value)
     expect(Object.keys(raw).sort()).toEqual(["account_id", "data", "id", "occurred_at", "type", "version"])
-    expect(Object.keys(raw.data).sort()).toEqual(["clicks", "link_id"])
-    expect(Object.keys(raw.data.clicks[0]).sort()).toEqual(
-      ["at", "browser", "bot", "country", "device", "referrer_host", "visitor"].sort()
+    expect(Object.keys(raw.data).sort()).toEqual(
+      ["at", "countries", "country", "link_id", "referrer", "referrer_hosts", "visitor", "visitors"].sort()
     )
+    expect(raw.data).toMatchObject({ countries: ["DE"], referrer_hosts: ["news.example.org"], country: [0] })
+    expect(raw.data.visitors).toHaveLength(1)
+    expect(Object.keys(raw.data.visitors[0]).sort()).toEqual(["bot", "browser", "device", "visitor"])
     expect(record.value).not.toContain("127.0.0.1")
     expect(record.value).not.toContain(CHROME)
     expect(record.value).not.toContain("Mozilla")
@@ -493,7 +502,7 @@ describe("click capture when the event log fails", () => {
 
   const quiet = Logger.minimumLogLevel(LogLevel.None)
   const clicksIn = (records: ReadonlyArray<OutgoingRecord>) =>
-    records.reduce((n, r) => n + JSON.parse(r.value).data.clicks.length, 0)
+    records.reduce((n, r) => n + batchedClicks(JSON.parse(r.value).data).length, 0)
 
   it("a failed publish keeps the batch and retries it until it goes through, each click once", async () => {
     let down = true
@@ -534,10 +543,10 @@ describe("click capture when the event log fails", () => {
     )
     const events = log.published.map((r) => ({ key: r.key, event: JSON.parse(r.value) }))
     const of = (key: string) => events.filter((e) => e.key === key).map((e) => e.event)
-    expect(of("link_x").map((e) => e.data.clicks.map((c: { at: number }) => c.at - t0))).toEqual([[0, 1], [2, 3], [4]])
+    expect(of("link_x").map((e) => batchedClicks(e.data).map((c) => c.at - t0))).toEqual([[0, 1], [2, 3], [4]])
     expect(of("link_y")).toHaveLength(1)
     expect(of("link_y")[0].account_id).toBe("acc_y")
-    expect(of("link_y")[0].data.clicks[0]).toEqual({
+    expect(batchedClicks(of("link_y")[0].data)[0]).toEqual({
       at: t0,
       country: "FR",
       referrer_host: "a.example",
@@ -604,9 +613,7 @@ describe("click capture when the event log fails", () => {
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
     )
     const events = log.published.map((r) => JSON.parse(r.value))
-    const clicks = events.flatMap((e) =>
-      e.data.clicks.map((c: Record<string, unknown>) => ({ link: e.data.link_id, ...c }))
-    )
+    const clicks = events.flatMap((e) => batchedClicks(e.data).map((c) => ({ link: e.data.link_id as string, ...c })))
     expect(clicks).toHaveLength(n)
     const byLink = (link: string) => clicks.filter((c) => c.link === link).map((c) => (c.at as number) - t0)
     expect(byLink("link_y")).toEqual(Array.from({ length: n }, (_, i) => i).filter((i) => i % 7 === 0))

@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest"
 import { ClickEventWire, projectBatch, RecentIds, splitBatch } from "../../apps/workers/ClickProjector.js"
 import { hourOf } from "../../domain/Analytics.js"
 import type { Batch, LogRecord } from "../../domain/EventLog.js"
-import { type ClickEvent, ClickEvent as ClickEventSchema, type ClicksRecorded } from "../../domain/Events.js"
+import {
+  batchedClicks,
+  type ClickEvent,
+  ClickEvent as ClickEventSchema,
+  type ClicksRecorded
+} from "../../domain/Events.js"
 
 const AT = Date.parse("2024-05-01T10:15:00Z")
 
@@ -26,6 +31,36 @@ const event = (id: string, clicks: ReadonlyArray<unknown>, linkId = "link_a") =>
   account_id: "acc_1",
   data: { link_id: linkId, clicks }
 })
+
+/** The same clicks as a version 2 event: written column by column here, independently of the redirector. */
+const columns = (id: string, clicks: ReadonlyArray<Record<string, unknown>>, over: Record<string, unknown> = {}) => {
+  const lists = {
+    countries: [] as Array<unknown>,
+    referrer_hosts: [] as Array<unknown>,
+    visitors: [] as Array<unknown>
+  }
+  const indexOf = (list: Array<unknown>, value: unknown) => {
+    const i = list.findIndex((v) => JSON.stringify(v) === JSON.stringify(value))
+    return i >= 0 ? i : list.push(value) - 1
+  }
+  let last = 0
+  const data = {
+    link_id: "link_a",
+    ...lists,
+    at: clicks.map((c) => {
+      const d = (c.at as number) - last
+      last = c.at as number
+      return d
+    }),
+    country: clicks.map((c) => indexOf(lists.countries, c.country)),
+    referrer: clicks.map((c) => indexOf(lists.referrer_hosts, c.referrer_host)),
+    visitor: clicks.map((c) =>
+      indexOf(lists.visitors, { visitor: c.visitor, device: c.device, browser: c.browser, bot: c.bot })
+    ),
+    ...over
+  }
+  return { ...event(id, []), version: 2, data }
+}
 
 const legacy = (id: string) => ({
   id,
@@ -99,6 +134,59 @@ describe("clicks.v1 events", () => {
     }
     expect(Either.isRight(wire(JSON.stringify(samples[0])))).toBe(true)
     expect(Either.isRight(wire(JSON.stringify(samples[1])))).toBe(true)
+  })
+
+  it("version 2 (columns): the lean decoding accepts and refuses exactly what the catalogue schema does", () => {
+    const two = [click(), click({ at: AT + 5, country: null, referrer_host: "news.example", bot: true })]
+    const samples: Array<unknown> = [
+      columns("ok", two),
+      columns("clock-back", [click(), click({ at: AT - 1000 })]),
+      columns("empty", []),
+      columns(
+        "too-many",
+        Array.from({ length: 10_001 }, () => click())
+      ),
+      columns("short-column", two, { country: [0] }),
+      columns("long-column", two, { visitor: [0, 0, 0] }),
+      columns("index-past-end", two, { referrer: [0, 2] }),
+      columns("negative-index", two, { country: [0, -1] }),
+      columns("fractional-index", two, { visitor: [0, 0.5] }),
+      columns("fractional-at", two, { at: [AT, 0.5] }),
+      columns("string-at", two, { at: [String(AT), 5] }),
+      columns("unsafe-time", two, { at: [2 ** 53, 1] }),
+      columns("bad-device", [click({ device: "phone" })]),
+      columns("bot-string", [click({ bot: "false" })]),
+      columns("country-number", two, { countries: [49, null] }),
+      columns("visitor-null", [click({ visitor: null })]),
+      columns("visitors-object", two, { visitors: { 0: {} } }),
+      columns("no-link", two, { link_id: undefined }),
+      { ...columns("v1", two), version: 1 },
+      { ...event("clicks-as-v2", [click()]), version: 2 }
+    ]
+    for (const sample of samples) {
+      const text = JSON.stringify(sample)
+      expect(Either.isRight(wire(text)), text.slice(0, 80)).toBe(Either.isRight(full(text)))
+    }
+    expect(Either.isRight(wire(JSON.stringify(samples[0])))).toBe(true)
+    expect(Either.isRight(wire(JSON.stringify(samples[1])))).toBe(true)
+    expect(Either.isRight(wire(JSON.stringify(samples[4])))).toBe(false)
+  })
+
+  it("version 2 gives the same clicks, and the same rollup rows, as version 1 of the same clicks", () => {
+    const clicks = [
+      click(),
+      click({ at: AT + 3_600_000, country: "fr", referrer_host: "News.Example.", bot: true }),
+      click({ at: AT + 10, device: "desktop", browser: "  ", visitor: "0123456789ABCDEF" }),
+      click({ at: AT + 10, country: "Germany", referrer_host: "bad host", visitor: "nope" }),
+      click({ at: 2 ** 32 * 1000 }),
+      click({ at: AT })
+    ]
+    const v2 = decoded(columns("e2", clicks))
+    expect(v2.type === "clicks.recorded" && batchedClicks(v2.data)).toEqual(clicks)
+    const v1 = decoded(event("e1", clicks))
+    const rows = (e: ClickEvent) => projectBatch(batch([[0, e]]), -1, new RecentIds()).insert?.rows
+    expect(rows(v2)).toHaveLength(clicks.length)
+    expect(rows(v2)).toEqual(rows(v1))
   })
 
   it("a clicks.recorded event becomes one rollup row per click, beside the legacy click.recorded", () => {
