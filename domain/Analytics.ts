@@ -33,6 +33,8 @@ export interface ClickRow {
   readonly device: string
   readonly browser: string
   readonly visitor: string
+  /** How many identical clicks the row stands for (1 when absent). */
+  readonly clicks?: number
 }
 
 /**

@@ -44,18 +44,26 @@ const publishedClicks = Metric.counter("redirector_clicks_published_total")
 class Interned {
   readonly values: Array<string> = []
   private readonly index = new Map<string, number>()
+  /** The last string asked for: a header read per request is a new string, and comparing it costs less than hashing it. */
+  private last: string | undefined = undefined
+  private lastIndex = -1
   of(s: string): number {
+    if (s === this.last) return this.lastIndex
     let i = this.index.get(s)
     if (i === undefined) {
       i = this.values.length
       this.values.push(s)
       this.index.set(s, i)
     }
+    this.last = s
+    this.lastIndex = i
     return i
   }
   clear() {
     this.values.length = 0
     this.index.clear()
+    this.last = undefined
+    this.lastIndex = -1
   }
 }
 

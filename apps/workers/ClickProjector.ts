@@ -200,7 +200,9 @@ export const batchedClickRow = (linkId: string, click: BatchedClick, record: Log
 
 /**
  * The rollup rows of a `clicks.recorded` (version 2) event, appended to `rows`: each distinct
- * value is bounded once (as batchedClickRow does), then every click is a few index lookups.
+ * value is bounded once (as batchedClickRow does), then each click is a few index lookups,
+ * and clicks alike in everything the rollup keeps (hour, country, referrer, visitor) become
+ * one row that counts them all.
  */
 export const columnRows = (d: ClickColumnsData, record: LogRecord, rows: Array<ClickRow>) => {
   const linkId = d.link_id
@@ -213,17 +215,31 @@ export const columnRows = (d: ClickColumnsData, record: LogRecord, rows: Array<C
     visitor: storedVisitor(v.visitor)
   }))
   const { at: times, country, referrer, visitor } = d
+  const nc = countries.length
+  const nr = referrers.length
+  const alike = new Map<number, { -readonly [K in keyof ClickRow]: ClickRow[K] }>()
   let at = 0
   let hourAt = Number.NaN
-  let hour = 0
+  let hour = Number.NaN
   for (let i = 0; i < times.length; i++) {
     at += times[i]!
     if (at !== hourAt) {
       hourAt = at
-      hour = clickHour(at, record)
+      const h = clickHour(at, record)
+      if (h !== hour) {
+        hour = h
+        alike.clear()
+      }
+    }
+    // Below 10001^3: a safe integer.
+    const key = (visitor[i]! * nc + country[i]!) * nr + referrer[i]!
+    const row = alike.get(key)
+    if (row !== undefined) {
+      row.clicks!++
+      continue
     }
     const v = visitors[visitor[i]!]!
-    rows.push({
+    const fresh = {
       linkId,
       hour,
       bot: v.bot,
@@ -231,8 +247,11 @@ export const columnRows = (d: ClickColumnsData, record: LogRecord, rows: Array<C
       referrer: referrers[referrer[i]!]!,
       device: v.device,
       browser: v.browser,
-      visitor: v.visitor
-    })
+      visitor: v.visitor,
+      clicks: 1
+    }
+    alike.set(key, fresh)
+    rows.push(fresh)
   }
 }
 
@@ -347,7 +366,7 @@ export const makeClickHandler = Effect.gen(function* () {
         const projection = projectBatch(run, st.watermark, st.recent)
         if (projection.insert !== undefined) {
           const insert = projection.insert
-          rows += insert.rows.length
+          for (const row of insert.rows) rows += row.clicks ?? 1
           yield* analytics.insertBatch(insert).pipe(
             Effect.onError(() =>
               Effect.sync(() => {

@@ -249,13 +249,15 @@ export const inputRows = (batch: ClickBatch): ReadonlyArray<InputRow> => {
       pair = [undefined, undefined]
       byHour.set(r.hour, pair)
     }
+    const n = r.clicks ?? 1
+    if (!Number.isSafeInteger(n) || n < 1) throw new Error(`not a click count: ${n}`)
     const bot = r.bot ? 1 : 0
     const cell = cellOf(pair, r.linkId, r.hour, bot)
-    add(cell.visitor, r.visitor, 1)
-    add(cell.country, r.country, 1)
-    add(cell.referrer, r.referrer, 1)
-    add(cell.device, r.device, 1)
-    add(cell.browser, r.browser, 1)
+    add(cell.visitor, r.visitor, n)
+    add(cell.country, r.country, n)
+    add(cell.referrer, r.referrer, n)
+    add(cell.device, r.device, n)
+    add(cell.browser, r.browser, n)
   }
   const out: Array<InputRow> = []
   const emit = (cell: Cell, period: number) => {

@@ -368,6 +368,13 @@ describe("click projection", () => {
     })
     expect(rows).toHaveLength(Object.keys(got).length)
     expect(rows.every((r) => r.source_partition === 3 && r.source_offset === 41)).toBe(true)
+    // A row that stands for several alike clicks sums like that many rows; a bad count is refused.
+    const weighted = inputRows({ partition: 3, upTo: 41, rows: [row({ clicks: 2 }), row({ clicks: 3 })] })
+    const repeated = inputRows({ partition: 3, upTo: 41, rows: Array.from({ length: 5 }, () => row({})) })
+    expect(weighted).toEqual(repeated)
+    for (const clicks of [0, -1, 1.5, Number.NaN]) {
+      expect(() => inputRows({ partition: 3, upTo: 41, rows: [row({ clicks })] })).toThrow(/not a click count/)
+    }
   })
 
   it("remembers a bounded window of ids, forgetting the oldest", () => {
