@@ -18,14 +18,14 @@ export const PROJECTOR_MAX_BATCH = 2_000
 /** Clicks per insert at most: large inserts keep parts few; far below the store's per-insert ceiling. */
 export const PROJECTOR_MAX_ROWS = 50_000
 /**
- * After a small insert the projector waits this long before it takes the next batch (at
- * most once per such period, whichever partition): each insert costs the engine ~10 ms
- * whatever its size (a part, the view), so clicks arriving meanwhile are better taken in
- * one go. Delays a click by at most this much; a batch of LINGER_BELOW clicks or more means
- * the projector is behind, and it goes on at once.
+ * After an insert that took everything its partition held (the batch was not full), the
+ * projector waits this long before it takes the next batch (at most once per such period,
+ * whichever partition): each insert costs the engine a few milliseconds whatever its size
+ * (a part, the view, merges), so clicks arriving meanwhile are better taken in one go. Delays
+ * a click by at most this much; it never holds the projector back, since each batch takes
+ * whatever arrived during the wait. A full batch means more is waiting, and it goes on at once.
  */
 export const PROJECTOR_LINGER_MS = 250
-export const LINGER_BELOW = 20_000
 
 const DEVICES = new Set(["desktop", "mobile", "tablet", "other"])
 
@@ -357,7 +357,7 @@ export const makeClickHandler = Effect.gen(function* () {
         st.watermark = marks.get(batch.partition) ?? -1
       }
       let duplicates = 0
-      let rows = 0
+      let inserted = false
       for (const run of splitBatch(batch)) {
         if (st.watermark === undefined) {
           const marks = yield* analytics.watermarks()
@@ -366,7 +366,7 @@ export const makeClickHandler = Effect.gen(function* () {
         const projection = projectBatch(run, st.watermark, st.recent)
         if (projection.insert !== undefined) {
           const insert = projection.insert
-          for (const row of insert.rows) rows += row.clicks ?? 1
+          inserted ||= insert.rows.length > 0
           yield* analytics.insertBatch(insert).pipe(
             Effect.onError(() =>
               Effect.sync(() => {
@@ -382,7 +382,7 @@ export const makeClickHandler = Effect.gen(function* () {
       st.next = batch.lastOffset + 1
       // Measured from the end of the last wait: the other partitions' batches taken right
       // after it already hold what arrived during it.
-      if (rows > 0 && rows < LINGER_BELOW && Date.now() - lingeredAt >= PROJECTOR_LINGER_MS) {
+      if (inserted && batch.events.length < PROJECTOR_MAX_BATCH && Date.now() - lingeredAt >= PROJECTOR_LINGER_MS) {
         yield* Effect.sleep(PROJECTOR_LINGER_MS)
         lingeredAt = Date.now()
       }
