@@ -14,7 +14,12 @@
 #
 #   bash bench/redirect.sh            (or: npm run bench:redirect)
 #
+# The three throughput phases run BENCH_ROUNDS times (default 3), interleaved (bare, capture,
+# nocapture, bare, ...), and the round with the median req/s of each phase is the one
+# reported: the machines are shared, and one phase alone can land in a slow spell.
+#
 # Tunables: BENCH_DURATION (seconds per phase, default 10), BENCH_WARMUP (seconds, default 3),
+# BENCH_FIRST_WARMUP (seconds per server before the first round, default 20), BENCH_ROUNDS,
 # BENCH_THREADS (wrk threads, default 1), BENCH_CONNECTIONS (default 64), BENCH_DRAIN_TIMEOUT
 # (seconds to wait for the analytics, default 120), BENCH_KEEP=1 keeps the temporary dir.
 #
@@ -37,6 +42,9 @@ WARMUP=${BENCH_WARMUP:-3}
 THREADS=${BENCH_THREADS:-1}
 CONNECTIONS=${BENCH_CONNECTIONS:-64}
 DRAIN_TIMEOUT=${BENCH_DRAIN_TIMEOUT:-120}
+ROUNDS=${BENCH_ROUNDS:-3}
+FIRST_WARMUP=${BENCH_FIRST_WARMUP:-20}
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer"
 [ "$DURATION" -ge 4 ] || die "BENCH_DURATION must be at least 4 (seconds)"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-bench.XXXXXX")
@@ -102,10 +110,12 @@ WARM_PATH=/warm$$
 RUN_PATH=/run$$
 COUNT_PATH=/count$$
 
-# Two redirectors of their own, attached to the service's PostgreSQL and event log.
-SHORT_PORT=$CAP_PORT CLICK_CAPTURE=on node --import tsx apps/redirector/main.ts >"$TMP/capture.log" 2>&1 &
+# Two redirectors of their own, attached to the service's PostgreSQL and event log, started
+# as `npm run start:redirector` starts one (the same node flags).
+REDIRECTOR_NODE_FLAGS=$(node -e 'const s = require("./package.json").scripts["start:redirector"]; console.log((s.match(/node((?: --[^ ]+)*) --import/) ?? ["", ""])[1].trim())')
+SHORT_PORT=$CAP_PORT CLICK_CAPTURE=on node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/capture.log" 2>&1 &
 CAP_PID=$!
-SHORT_PORT=$NOCAP_PORT CLICK_CAPTURE=off node --import tsx apps/redirector/main.ts >"$TMP/nocapture.log" 2>&1 &
+SHORT_PORT=$NOCAP_PORT CLICK_CAPTURE=off node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/nocapture.log" 2>&1 &
 NOCAP_PID=$!
 BARE_PORT=$BARE_PORT node --import tsx bench/bare-uws.ts >"$TMP/bare.log" 2>&1 &
 BARE_PID=$!
@@ -138,10 +148,36 @@ run_phase() {
   printf -v "RESULT_$name" '%s' "$line"
 }
 
-log "bench: throughput phases: GET {short_base}/{slug} only, every request a click on the capture redirector"
-run_phase bare "$BARE_PORT"
-run_phase capture "$CAP_PORT"
-run_phase nocapture "$NOCAP_PORT"
+log "bench: throughput phases: GET {short_base}/{slug} only, every request a click on the capture redirector; $ROUNDS rounds of bare, capture, nocapture (the median round of each counts)"
+# A long first warm-up of each server on the warm-up link: the capture redirector takes tens
+# of seconds to reach its steady rate (its heap grows to the load, PostgreSQL extends the
+# log's table), and the short warm-up before each phase does not get it there.
+log "bench: first warm-up, ${FIRST_WARMUP}s per server"
+for port in "$BARE_PORT" "$CAP_PORT" "$NOCAP_PORT"; do
+  BENCH_PATH=$WARM_PATH BENCH_GET_SECONDS=$FIRST_WARMUP run_wrk "$TMP/wrk-first-warm-$port.txt" -t"$THREADS" \
+    -c"$CONNECTIONS" -d"${FIRST_WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk first warm-up failed"
+done
+RUNS_bare=() RUNS_capture=() RUNS_nocapture=()
+for ((round = 1; round <= ROUNDS; round++)); do
+  for phase in bare capture nocapture; do
+    case $phase in bare) port=$BARE_PORT ;; capture) port=$CAP_PORT ;; *) port=$NOCAP_PORT ;; esac
+    run_phase "$phase" "$port"
+    eval "RUNS_$phase+=(\"\$RESULT_$phase\")"
+  done
+done
+# median NAME: the result of the round with the median req/s of that phase.
+median() {
+  local -n runs="RUNS_$1"
+  node -e '
+    const runs = process.argv.slice(1).map((s) => JSON.parse(s)).sort((a, b) => a.rps - b.rps)
+    console.log(JSON.stringify(runs[(runs.length - 1) >> 1]))' "${runs[@]}"
+}
+RESULT_bare=$(median bare)
+RESULT_capture=$(median capture)
+RESULT_nocapture=$(median nocapture)
+# Every capture round clicked the measured link: the analytics must hold all of them.
+CAPTURE_GETS=0
+for r in "${RUNS_capture[@]}"; do CAPTURE_GETS=$((CAPTURE_GETS + $(printf '%s' "$r" | json_field gets) - 1)); done
 log "bench: counting run on the capture redirector: GET for $((DURATION - 2))s, then HEAD (not a click)"
 run_phase count "$CAP_PORT" "$COUNT_PATH" $((DURATION - 2))
 
@@ -156,8 +192,8 @@ counted() {
 # counting what arrives sees gets − 1, with 1 or 2 threads alike (checked with a counting
 # node:http server).
 CLICKS_SENT=$(($(printf '%s' "$RESULT_count" | json_field gets) - 1))
-THROUGHPUT_LOW=$(($(printf '%s' "$RESULT_capture" | json_field gets) - 1 + PROBE_CLICKS - CONNECTIONS))
-THROUGHPUT_HIGH=$((THROUGHPUT_LOW + 2 * CONNECTIONS))
+THROUGHPUT_LOW=$((CAPTURE_GETS + PROBE_CLICKS - ROUNDS * CONNECTIONS))
+THROUGHPUT_HIGH=$((THROUGHPUT_LOW + 2 * ROUNDS * CONNECTIONS))
 log "bench: waiting for the analytics to count $CLICKS_SENT clicks of the counting run (at most ${DRAIN_TIMEOUT}s)"
 drain_start=$(date +%s)
 while :; do
@@ -173,9 +209,9 @@ THROUGHPUT_COUNTED=$(counted "$LINK_ID")
 # wrk's GET count includes requests written when it stopped: the server may or may not have
 # answered those (at most one per connection).
 if [ "$THROUGHPUT_COUNTED" -ge "$THROUGHPUT_LOW" ] && [ "$THROUGHPUT_COUNTED" -le "$THROUGHPUT_HIGH" ]; then
-  log "bench: capture phase: analytics count $THROUGHPUT_COUNTED clicks, within wrk's $((THROUGHPUT_LOW + CONNECTIONS)) sent ± $CONNECTIONS in flight at the cut"
+  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, within wrk's $((THROUGHPUT_LOW + ROUNDS * CONNECTIONS)) sent ± $((ROUNDS * CONNECTIONS)) in flight at the cuts"
 else
-  log "bench: capture phase: analytics count $THROUGHPUT_COUNTED clicks, OUTSIDE wrk's $((THROUGHPUT_LOW + CONNECTIONS)) sent ± $CONNECTIONS"
+  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, OUTSIDE wrk's $((THROUGHPUT_LOW + ROUNDS * CONNECTIONS)) sent ± $((ROUNDS * CONNECTIONS))"
 fi
 
 node -e '
