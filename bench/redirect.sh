@@ -15,8 +15,9 @@
 #   bash bench/redirect.sh            (or: npm run bench:redirect)
 #
 # The three throughput phases run BENCH_ROUNDS times (default 3), interleaved (bare, capture,
-# nocapture, bare, ...), and the round with the median req/s of each phase is the one
-# reported: the machines are shared, and one phase alone can land in a slow spell.
+# nocapture, bare, ...): each phase reports its median round's req/s and p99, and each ratio
+# is the median over the rounds of the ratio within the round. The machines are shared, and
+# one phase alone can land in a slow spell.
 #
 # Tunables: BENCH_DURATION (seconds per phase, default 10), BENCH_WARMUP (seconds, default 3),
 # BENCH_FIRST_WARMUP (seconds per server before the first round, default 20), BENCH_ROUNDS,
@@ -214,14 +215,24 @@ else
   log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, OUTSIDE wrk's $((THROUGHPUT_LOW + ROUNDS * CONNECTIONS)) sent ± $((ROUNDS * CONNECTIONS))"
 fi
 
+# The ratios are the median over the rounds of each round's own ratio: the three phases of a
+# round run within a minute of each other, so a slow spell of the machine moves them together.
 node -e '
-  const [b, c, n] = process.argv.slice(1, 4).map((s) => JSON.parse(s))
-  const [sent, counted] = process.argv.slice(4).map(Number)
+  const [b, c, n, rb, rc, rn] = process.argv.slice(1, 7).map((s) => JSON.parse(s))
+  const [sent, counted] = process.argv.slice(7).map(Number)
   const round = (x, d) => Number(x.toFixed(d))
-  console.log(`ratios: capture/bare ${(c.rps / b.rps).toFixed(3)} (target >= 0.70), nocapture/bare ${(n.rps / b.rps).toFixed(3)} (target >= 0.90); clicks ${counted === sent ? "exact" : "MISMATCH"}`)
+  const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
+  const captureRatios = rb.map((r, i) => rc[i].rps / r.rps)
+  const nocaptureRatios = rb.map((r, i) => rn[i].rps / r.rps)
+  const captureRatio = median(captureRatios)
+  const nocaptureRatio = median(nocaptureRatios)
+  const list = (xs) => xs.map((x) => x.toFixed(3)).join(", ")
+  console.log(`rounds: capture/bare ${list(captureRatios)}; nocapture/bare ${list(nocaptureRatios)}`)
+  console.log(`ratios (median of the rounds): capture/bare ${captureRatio.toFixed(3)} (target >= 0.70), nocapture/bare ${nocaptureRatio.toFixed(3)} (target >= 0.90); clicks ${counted === sent ? "exact" : "MISMATCH"}`)
   console.log(JSON.stringify({
     bare_rps: round(b.rps, 1), capture_rps: round(c.rps, 1), nocapture_rps: round(n.rps, 1),
-    capture_ratio: round(c.rps / b.rps, 4), nocapture_ratio: round(n.rps / b.rps, 4),
+    capture_ratio: round(captureRatio, 4), nocapture_ratio: round(nocaptureRatio, 4),
     capture_p99_ms: round(c.p99_ms, 3), clicks_sent: sent, clicks_counted: counted
   }))
-' "$RESULT_bare" "$RESULT_capture" "$RESULT_nocapture" "$CLICKS_SENT" "$COUNTED"
+' "$RESULT_bare" "$RESULT_capture" "$RESULT_nocapture" "[$(IFS=,; echo "${RUNS_bare[*]}")]" \
+  "[$(IFS=,; echo "${RUNS_capture[*]}")]" "[$(IFS=,; echo "${RUNS_nocapture[*]}")]" "$CLICKS_SENT" "$COUNTED"
