@@ -146,19 +146,15 @@ const HOST = /^[a-z0-9.-]{1,253}$/
 export const toClickRow = (event: ClickRecorded, record: LogRecord): ClickRow => {
   const d = event.data
   const at = Date.parse(event.occurred_at)
-  const country = d.country?.toUpperCase() ?? ""
-  const referrer = d.referrer_host?.toLowerCase().replace(/\.$/, "") ?? ""
-  const browser = d.browser.trim().slice(0, 64)
-  const visitor = d.visitor.toLowerCase()
   return {
     linkId: d.link_id,
-    hour: hourOf(Number.isNaN(at) || at < 0 ? record.timestamp : at),
+    hour: clickHour(Number.isNaN(at) ? -1 : at, record),
     bot: d.bot,
-    country: COUNTRY.test(country) ? country : "",
-    referrer: HOST.test(referrer) ? referrer : "",
+    country: storedCountry(d.country),
+    referrer: storedReferrer(d.referrer_host),
     device: d.device,
-    browser: browser === "" ? "other" : browser,
-    visitor: VISITOR.test(visitor) ? visitor : ""
+    browser: storedBrowser(d.browser),
+    visitor: storedVisitor(d.visitor)
   }
 }
 
