@@ -32,6 +32,43 @@ const statement = <A>(build: () => A) => Effect.sync(build)
 
 const num = (v: number | string) => Number(v)
 
+type Counts = { clicks: number | string; visitors: number | string }
+export type DayRow = Counts & { bot: number | string; day: number | string }
+export type HourRow = Counts & { hour: number | string }
+export type ValueRow = { dimension: string; value: string; clicks: number | string }
+
+/**
+ * The payload of a query from its rows (numbers may come back as strings): totals and the
+ * day series from the per-day rows, the hour series from the hour rows, human clicks only.
+ */
+export const aggregatesOf = (
+  granularity: AnalyticsQuery["granularity"],
+  dimensions: ReadonlyArray<Dimension>,
+  days: ReadonlyArray<DayRow>,
+  hours: ReadonlyArray<HourRow>,
+  values: ReadonlyArray<ValueRow>
+): AnalyticsAggregates => {
+  const human = days.filter((r) => num(r.bot) === 0)
+  const sum = (rows: ReadonlyArray<Counts>, field: keyof Counts) => rows.reduce((s, r) => s + num(r[field]), 0)
+  const breakdowns: Partial<Record<Dimension, Array<ValueCount>>> = {}
+  for (const d of dimensions) breakdowns[d] = []
+  for (const r of values) breakdowns[r.dimension as Dimension]?.push({ value: r.value, clicks: num(r.clicks) })
+  const series =
+    granularity === "hour"
+      ? hours.map((r) => ({ start: num(r.hour), clicks: num(r.clicks), uniqueVisitors: num(r.visitors) }))
+      : human.map((r) => ({ start: num(r.day), clicks: num(r.clicks), uniqueVisitors: num(r.visitors) }))
+  return {
+    clicks: sum(human, "clicks"),
+    uniqueVisitors: sum(human, "visitors"),
+    botClicks: sum(
+      days.filter((r) => num(r.bot) === 1),
+      "clicks"
+    ),
+    series,
+    breakdowns
+  }
+}
+
 /**
  * The first version's tables (one input row per click, count states), if still there, are
  * copied into the current rollup, then dropped. The copy is filled under another name and
@@ -91,8 +128,6 @@ export const makeStore = (engine: Engine, database: string) =>
         (rows) => new Map(rows.map((r) => [num(r.partition), num(r.offset)] as const))
       )
 
-    type Counts = { clicks: number | string; visitors: number | string }
-
     /**
      * Totals and the day series come from per-day rows: unique visitors add up across days
      * because the visitor hash rotates daily.
@@ -107,33 +142,13 @@ export const makeStore = (engine: Engine, database: string) =>
         ])
         const [days, hours, values] = yield* Effect.all(
           [
-            engine.rows<Counts & { bot: number | string; day: number | string }>(dailySql),
-            hourlySql === "" ? Effect.succeed([]) : engine.rows<Counts & { hour: number | string }>(hourlySql),
-            breakdownsSql === ""
-              ? Effect.succeed([])
-              : engine.rows<{ dimension: string; value: string; clicks: number | string }>(breakdownsSql)
+            engine.rows<DayRow>(dailySql),
+            hourlySql === "" ? Effect.succeed([]) : engine.rows<HourRow>(hourlySql),
+            breakdownsSql === "" ? Effect.succeed([]) : engine.rows<ValueRow>(breakdownsSql)
           ],
           { concurrency: "unbounded" }
         )
-        const human = days.filter((r) => num(r.bot) === 0)
-        const sum = (rows: ReadonlyArray<Counts>, field: keyof Counts) => rows.reduce((s, r) => s + num(r[field]), 0)
-        const breakdowns: Partial<Record<Dimension, Array<ValueCount>>> = {}
-        for (const d of dimensions) breakdowns[d] = []
-        for (const r of values) breakdowns[r.dimension as Dimension]?.push({ value: r.value, clicks: num(r.clicks) })
-        const series =
-          q.granularity === "hour"
-            ? hours.map((r) => ({ start: num(r.hour), clicks: num(r.clicks), uniqueVisitors: num(r.visitors) }))
-            : human.map((r) => ({ start: num(r.day), clicks: num(r.clicks), uniqueVisitors: num(r.visitors) }))
-        return {
-          clicks: sum(human, "clicks"),
-          uniqueVisitors: sum(human, "visitors"),
-          botClicks: sum(
-            days.filter((r) => num(r.bot) === 1),
-            "clicks"
-          ),
-          series,
-          breakdowns
-        } satisfies AnalyticsAggregates
+        return aggregatesOf(q.granularity, dimensions, days, hours, values)
       })
 
     const rebuild = <A, E, R>(fill: (writer: AnalyticsWriter) => Effect.Effect<A, E, R>) =>

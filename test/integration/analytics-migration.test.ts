@@ -11,7 +11,14 @@ import {
 import { acquireChdbEngine } from "../../infra/analytics/Chdb.js"
 import { acquireServerEngine, parseServerUrl } from "../../infra/analytics/ClickHouseServer.js"
 import * as Sql from "../../infra/analytics/Sql.js"
-import { type Engine, makeStore } from "../../infra/analytics/Store.js"
+import {
+  aggregatesOf,
+  type DayRow,
+  type Engine,
+  type HourRow,
+  makeStore,
+  type ValueRow
+} from "../../infra/analytics/Store.js"
 import { removeTestChdbDir, testChdbDir, testClickHouseUrl, uniqueDatabase } from "../support/api.js"
 
 /*
@@ -92,40 +99,14 @@ const legacyWatermarks = (t: Sql.Tables) =>
 
 const num = (v: number | string) => Number(v)
 
-type Counts = { clicks: number | string; visitors: number | string }
-
 /** The first version's store.query, over its tables. */
 const legacyQuery = (engine: Engine, t: Sql.Tables, q: AnalyticsQuery) =>
   Effect.gen(function* () {
     const dimensions = Dimensions.filter((d) => q.dimensions.includes(d))
-    const days = yield* engine.rows<Counts & { bot: number | string; day: number | string }>(legacyDaily(t, q))
-    const hours =
-      q.granularity === "hour" ? yield* engine.rows<Counts & { hour: number | string }>(legacyHourly(t, q)) : []
-    const values =
-      dimensions.length === 0
-        ? []
-        : yield* engine.rows<{ dimension: string; value: string; clicks: number | string }>(
-            legacyBreakdowns(t, q, dimensions)
-          )
-    const human = days.filter((r) => num(r.bot) === 0)
-    const sum = (rows: ReadonlyArray<Counts>, field: keyof Counts) => rows.reduce((s, r) => s + num(r[field]), 0)
-    const breakdowns: Partial<Record<Dimension, Array<ValueCount>>> = {}
-    for (const d of dimensions) breakdowns[d] = []
-    for (const r of values) breakdowns[r.dimension as Dimension]?.push({ value: r.value, clicks: num(r.clicks) })
-    const series =
-      q.granularity === "hour"
-        ? hours.map((r) => ({ start: num(r.hour), clicks: num(r.clicks), uniqueVisitors: num(r.visitors) }))
-        : human.map((r) => ({ start: num(r.day), clicks: num(r.clicks), uniqueVisitors: num(r.visitors) }))
-    return {
-      clicks: sum(human, "clicks"),
-      uniqueVisitors: sum(human, "visitors"),
-      botClicks: sum(
-        days.filter((r) => num(r.bot) === 1),
-        "clicks"
-      ),
-      series,
-      breakdowns
-    } satisfies AnalyticsAggregates
+    const days = yield* engine.rows<DayRow>(legacyDaily(t, q))
+    const hours = q.granularity === "hour" ? yield* engine.rows<HourRow>(legacyHourly(t, q)) : []
+    const values = dimensions.length === 0 ? [] : yield* engine.rows<ValueRow>(legacyBreakdowns(t, q, dimensions))
+    return aggregatesOf(q.granularity, dimensions, days, hours, values)
   })
 
 // ---------------------------------------------------------------------------------------

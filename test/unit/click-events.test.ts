@@ -4,12 +4,14 @@ import { ClickEventWire, projectBatch, RecentIds, splitBatch } from "../../apps/
 import { hourOf } from "../../domain/Analytics.js"
 import type { Batch, LogRecord } from "../../domain/EventLog.js"
 import {
+  type BatchedClick,
   batchedClicks,
   type ClickEvent,
   ClickEvent as ClickEventSchema,
   type ClicksRecorded
 } from "../../domain/Events.js"
 import { type InputRow, inputRows } from "../../infra/analytics/Sql.js"
+import { clicksRecorded } from "../support/clicks.js"
 
 const AT = Date.parse("2024-05-01T10:15:00Z")
 
@@ -33,34 +35,10 @@ const event = (id: string, clicks: ReadonlyArray<unknown>, linkId = "link_a") =>
   data: { link_id: linkId, clicks }
 })
 
-/** The same clicks as a version 2 event: written column by column here, independently of the redirector. */
+/** The same clicks as a version 2 event (test/support's encoder, independent of the redirector), `over` replacing fields of its data. */
 const columns = (id: string, clicks: ReadonlyArray<Record<string, unknown>>, over: Record<string, unknown> = {}) => {
-  const lists = {
-    countries: [] as Array<unknown>,
-    referrer_hosts: [] as Array<unknown>,
-    visitors: [] as Array<unknown>
-  }
-  const indexOf = (list: Array<unknown>, value: unknown) => {
-    const i = list.findIndex((v) => JSON.stringify(v) === JSON.stringify(value))
-    return i >= 0 ? i : list.push(value) - 1
-  }
-  let last = 0
-  const data = {
-    link_id: "link_a",
-    ...lists,
-    at: clicks.map((c) => {
-      const d = (c.at as number) - last
-      last = c.at as number
-      return d
-    }),
-    country: clicks.map((c) => indexOf(lists.countries, c.country)),
-    referrer: clicks.map((c) => indexOf(lists.referrer_hosts, c.referrer_host)),
-    visitor: clicks.map((c) =>
-      indexOf(lists.visitors, { visitor: c.visitor, device: c.device, browser: c.browser, bot: c.bot })
-    ),
-    ...over
-  }
-  return { ...event(id, []), version: 2, data }
+  const e = clicksRecorded(2, event(id, []), "link_a", clicks as unknown as ReadonlyArray<BatchedClick>)
+  return { ...e, data: { ...e.data, ...over } }
 }
 
 const legacy = (id: string) => ({
