@@ -1,5 +1,6 @@
-import { HttpApiSchema } from "@effect/platform"
+import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Schema } from "effect"
+import * as D from "../../domain/Errors.js"
 
 /** The request id of the request being served; set by the pipeline for each request. */
 export const CurrentRequestId = FiberRef.unsafeMake("")
@@ -7,10 +8,18 @@ export const CurrentRequestId = FiberRef.unsafeMake("")
 const pascal = (code: string) => code.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase())
 
 /**
- * One error of the catalogue: its status, its code, and the contract's error body.
- * Every error the API returns is one of these.
+ * One error of the catalogue: its status, its code, the contract's error body, and whether a
+ * POST, PATCH or DELETE that ends with it is stored for idempotent replay. Rejections made
+ * before the operation ran (authentication, scope, rate, validation, body limits, the
+ * idempotency check's own answers) and 5xx are not stored, so the key stays usable once the
+ * request is fixed. Every error the API returns is one of these.
  */
-const define = <const Code extends string>(status: number, code: Code, description: string) => {
+const define = <const Code extends string>(
+  status: number,
+  code: Code,
+  description: string,
+  options: { readonly stored: boolean } = { stored: status < 500 }
+) => {
   const schema = Schema.Struct({
     error: Schema.Struct({
       code: Schema.Literal(code),
@@ -23,34 +32,51 @@ const define = <const Code extends string>(status: number, code: Code, descripti
     description,
     ...HttpApiSchema.annotations({ status })
   })
-  return Object.assign(schema, { status, code })
+  const def = Object.assign(schema, { status, code, stored: options.stored })
+  catalogue.set(code, def)
+  return def
 }
 
-export type ErrorDef = { readonly status: number; readonly code: string }
+export type ErrorDef = { readonly status: number; readonly code: string; readonly stored: boolean }
+
+const catalogue = new Map<string, ErrorDef>()
+const notStored = { stored: false } as const
+
+/** The catalogue entry of an error body's code. */
+export const errorDefOf = (code: string): ErrorDef | undefined => catalogue.get(code)
 
 // 400
 export const InvalidRequest = define(
   400,
   "invalid_request",
-  "The request is malformed or fails validation; `detail` names the field and the rule."
+  "The request is malformed or fails validation; `detail` names the field and the rule.",
+  notStored
 )
-export const IdempotencyKeyRequired = define(400, "idempotency_key_required", "The Idempotency-Key header is missing.")
+export const IdempotencyKeyRequired = define(
+  400,
+  "idempotency_key_required",
+  "The Idempotency-Key header is missing.",
+  notStored
+)
 export const IdempotencyKeyInvalid = define(
   400,
   "idempotency_key_invalid",
-  "The Idempotency-Key header is not 8 to 128 characters."
+  "The Idempotency-Key header is not 8 to 128 characters.",
+  notStored
 )
 // 401
 export const Unauthenticated = define(
   401,
   "unauthenticated",
-  "Missing, malformed, unknown or revoked API key, or a key sent anywhere but the Authorization header."
+  "Missing, malformed, unknown or revoked API key, or a key sent anywhere but the Authorization header.",
+  notStored
 )
 // 403
 export const ApiScopeRequired = define(
   403,
   "api_scope_required",
-  "The key lacks the scope this operation needs; `detail` names it."
+  "The key lacks the scope this operation needs; `detail` names it.",
+  notStored
 )
 export const EntitlementRequired = define(
   403,
@@ -68,12 +94,14 @@ export const NotFound = define(404, "not_found", "No such resource for this acco
 export const IdempotencyKeyReused = define(
   409,
   "idempotency_key_reused",
-  "The Idempotency-Key was used before with a different request."
+  "The Idempotency-Key was used before with a different request.",
+  notStored
 )
 export const IdempotencyRequestInProgress = define(
   409,
   "idempotency_request_in_progress",
-  "A request with this Idempotency-Key is still being processed; retry after Retry-After seconds."
+  "A request with this Idempotency-Key is still being processed; retry after Retry-After seconds.",
+  notStored
 )
 export const SlugTaken = define(409, "slug_taken", "The custom slug is already in use or reserved.")
 export const DomainTaken = define(409, "domain_taken", "The hostname is already registered.")
@@ -92,12 +120,14 @@ export const UtmPresetNameTaken = define(
 export const PayloadTooLarge = define(
   413,
   "payload_too_large",
-  "The request body is larger than this endpoint accepts: JSON bodies 1048576 bytes; an image file 10485760 bytes (a multipart body may carry at most 65536 bytes of form data besides). An upload is refused as soon as it passes the limit, without reading the rest, and the connection is closed."
+  "The request body is larger than this endpoint accepts: JSON bodies 1048576 bytes; an image file 10485760 bytes (a multipart body may carry at most 65536 bytes of form data besides). An upload is refused as soon as it passes the limit, without reading the rest, and the connection is closed.",
+  notStored
 )
 export const UnsupportedMediaType = define(
   415,
   "unsupported_media_type",
-  "The Content-Type is not one this endpoint accepts, or (image uploads) the bytes are not a JPEG, PNG, WebP or GIF image whatever type was declared."
+  "The Content-Type is not one this endpoint accepts, or (image uploads) the bytes are not a JPEG, PNG, WebP or GIF image whatever type was declared.",
+  notStored
 )
 // 422
 export const UrlNotAllowed = define(
@@ -134,7 +164,8 @@ export const SourceUnreachable = define(
 export const RateLimited = define(
   429,
   "rate_limited",
-  "Too many requests for this account (its plan's request rate and burst); retry after Retry-After seconds. Unmetered Partner Keys skip it."
+  "Too many requests for this account (its plan's request rate and burst); retry after Retry-After seconds. Unmetered Partner Keys skip it.",
+  notStored
 )
 // 500, 503
 export const InternalError = define(
@@ -157,24 +188,122 @@ export type ErrorBody = {
   }
 }
 
+/** Response headers an error carries besides its body (Retry-After): not part of the JSON. */
+const HEADERS = Symbol.for("shortlinks/ErrorHeaders")
+
 export const errorBody = (
   def: { readonly code: string },
   requestId: string,
   message: string,
-  detail?: string
-): ErrorBody => ({
-  error:
-    detail === undefined
-      ? { code: def.code, message, request_id: requestId }
-      : { code: def.code, message, request_id: requestId, detail }
-})
+  detail?: string,
+  headers?: Readonly<Record<string, string>>
+): ErrorBody => {
+  const body: ErrorBody = {
+    error:
+      detail === undefined
+        ? { code: def.code, message, request_id: requestId }
+        : { code: def.code, message, request_id: requestId, detail }
+  }
+  if (headers !== undefined) Object.defineProperty(body, HEADERS, { value: headers, enumerable: false })
+  return body
+}
+
+/** Whether a failure is an error of the catalogue (its body), and its entry. */
+export const catalogued = (u: unknown): ErrorDef | undefined => {
+  if (typeof u !== "object" || u === null || !("error" in u)) return undefined
+  const error = (u as { readonly error: unknown }).error
+  if (typeof error !== "object" || error === null || !("code" in error)) return undefined
+  const code = (error as { readonly code: unknown }).code
+  return typeof code === "string" ? catalogue.get(code) : undefined
+}
+
+/** The response of an error of the catalogue: its status, its body, its headers. */
+export const toResponse = (def: ErrorDef, body: ErrorBody): HttpServerResponse.HttpServerResponse => {
+  const headers = (body as { readonly [HEADERS]?: Readonly<Record<string, string>> })[HEADERS]
+  return HttpServerResponse.unsafeJson(body, { status: def.status, ...(headers === undefined ? {} : { headers }) })
+}
 
 /** Fails the current request with an error of the catalogue. */
 export const fail = <D extends Schema.Schema.Any & { readonly code: string }>(
   def: D,
   message: string,
-  detail?: string
+  detail?: string,
+  headers?: Readonly<Record<string, string>>
 ): Effect.Effect<never, Schema.Schema.Type<D>> =>
   Effect.flatMap(FiberRef.get(CurrentRequestId), (id) =>
-    Effect.fail(errorBody(def, id, message, detail) as Schema.Schema.Type<D>)
+    Effect.fail(errorBody(def, id, message, detail, headers) as Schema.Schema.Type<D>)
   )
+
+/** The response for an error of the catalogue, outside any handler (request guards, defects). */
+export const respond = (
+  def: ErrorDef,
+  requestId: string,
+  message: string,
+  detail?: string,
+  headers?: Readonly<Record<string, string>>
+): HttpServerResponse.HttpServerResponse => toResponse(def, errorBody(def, requestId, message, detail, headers))
+
+const SOURCE_FAILURES = {
+  redirect_not_allowed: RedirectNotAllowed,
+  not_an_image: NotAnImage,
+  source_too_large: SourceTooLarge,
+  source_forbidden: SourceForbidden,
+  source_unreachable: SourceUnreachable
+} as const
+
+/** The catalogue entry that answers each domain failure. */
+const defOfDomain = (error: D.DomainError): ErrorDef => {
+  switch (error._tag) {
+    case "NotFound":
+      return NotFound
+    case "InvalidInput":
+      return InvalidRequest
+    case "UnsupportedContent":
+      return UnsupportedMediaType
+    case "QuotaExceeded":
+      return QuotaExceeded
+    case "SlugTaken":
+      return SlugTaken
+    case "LinkDisabled":
+      return LinkDisabled
+    case "NameTaken":
+      return UtmPresetNameTaken
+    case "ImageFailed":
+      return ImageFailed
+    case "UrlNotAllowed":
+      return UrlNotAllowed
+    case "SourceFailed":
+      return SOURCE_FAILURES[error.kind]
+  }
+}
+
+/** The API's answer to a domain failure: the error of the catalogue for it, with its message and detail. */
+export const fromDomain = (error: D.DomainError): Effect.Effect<never, ErrorBody> => {
+  const def = defOfDomain(error)
+  const [message, detail] =
+    error._tag === "UrlNotAllowed"
+      ? [error.message ?? "The URL is not allowed.", error.reason]
+      : [error.message, error.detail]
+  return fail(def as typeof InvalidRequest, message, detail) as Effect.Effect<never, ErrorBody>
+}
+
+/** Answers a service's domain failures with the catalogue's errors; other failures pass. */
+export const mapDomainErrors = <A, Err, R>(
+  effect: Effect.Effect<A, Err, R>
+): Effect.Effect<A, Exclude<Err, D.DomainError> | ErrorBody, R> =>
+  Effect.catchIf(effect, isDomainError, fromDomain) as Effect.Effect<A, Exclude<Err, D.DomainError> | ErrorBody, R>
+
+const DOMAIN_ERRORS = [
+  D.NotFound,
+  D.InvalidInput,
+  D.UnsupportedContent,
+  D.QuotaExceeded,
+  D.SlugTaken,
+  D.LinkDisabled,
+  D.NameTaken,
+  D.ImageFailed,
+  D.UrlNotAllowed,
+  D.SourceFailed
+]
+
+const isDomainError = (u: unknown): u is D.DomainError => DOMAIN_ERRORS.some((c) => u instanceof c)

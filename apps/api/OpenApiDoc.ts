@@ -1,7 +1,9 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { Context, Option } from "effect"
 import { Api } from "./Api.js"
-import { routes } from "./Routes.js"
+import * as E from "./Errors.js"
+import { IdempotencyKey } from "./middleware/Idempotency.js"
+import { RequiredScope } from "./middleware/Scopes.js"
 import { SuccessDoc } from "./Shared.js"
 
 type Json = any
@@ -43,23 +45,6 @@ const HEADERS: Json = {
 }
 const headerRef = (name: keyof typeof HEADERS & string) => ({ $ref: `#/components/headers/${name}` })
 
-/**
- * Error codes a POST, PATCH or DELETE never stores, and so never replays: rejections made
- * before the operation ran, and the idempotency check's own answers. 5xx are not stored either.
- */
-const NEVER_REPLAYED = new Set([
-  "invalid_request",
-  "idempotency_key_required",
-  "idempotency_key_invalid",
-  "idempotency_key_reused",
-  "idempotency_request_in_progress",
-  "unauthenticated",
-  "api_scope_required",
-  "payload_too_large",
-  "unsupported_media_type",
-  "rate_limited"
-])
-
 /** The error schemas an error response lists (components), from its `anyOf` or single `$ref`. */
 const errorSchemas = (spec: Json, schema: Json): Array<Json> =>
   (schema?.anyOf ?? (schema === undefined ? [] : [schema])).map(
@@ -80,18 +65,38 @@ const describeErrors = (errors: Array<Json>): string | undefined => {
   ].join("\n")
 }
 
-/** SuccessDoc annotations by "METHOD /template". */
-const successDocs = (() => {
-  const out = new Map<string, Context.Tag.Service<SuccessDoc>>()
+export interface EndpointDoc {
+  readonly method: string
+  /** The path template, e.g. /v1/links/:id */
+  readonly template: string
+  readonly scope: string | undefined
+  /** A POST, PATCH or DELETE under the Idempotency-Key rules. */
+  readonly mutating: boolean
+  readonly success: Context.Tag.Service<SuccessDoc> | undefined
+}
+
+/** Every endpoint of the API, with what the document adds to HttpApi's description of it. */
+export const endpoints: ReadonlyArray<EndpointDoc> = (() => {
+  const out: Array<EndpointDoc> = []
   HttpApi.reflect(Api, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint, mergedAnnotations }) => {
-      const doc = Context.getOption(mergedAnnotations as Context.Context<SuccessDoc>, SuccessDoc)
-      if (Option.isSome(doc)) out.set(`${endpoint.method} ${endpoint.path}`, doc.value)
+    onEndpoint: ({ endpoint, mergedAnnotations, middleware }) => {
+      out.push({
+        method: endpoint.method,
+        template: endpoint.path,
+        scope: Option.getOrUndefined(
+          Context.getOption(mergedAnnotations as Context.Context<RequiredScope>, RequiredScope)
+        ),
+        mutating: (middleware as ReadonlySet<unknown>).has(IdempotencyKey),
+        success: Option.getOrUndefined(Context.getOption(mergedAnnotations as Context.Context<SuccessDoc>, SuccessDoc))
+      })
     }
   })
   return out
 })()
+
+/** Whether a response with this error code may be stored and replayed (the catalogue says). */
+const isStored = (code: string | undefined) => code !== undefined && E.errorDefOf(code)?.stored === true
 
 /**
  * The OpenAPI 3.1 document, generated from the same schemas the server validates with,
@@ -102,10 +107,10 @@ export const openApiDocument: Json = (() => {
   const spec: Json = dropDecodeError(OpenApi.fromApi(Api))
   for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete spec.components?.schemas?.[name]
   spec.components = { ...spec.components, headers: { ...spec.components?.headers, ...HEADERS } }
-  for (const route of routes) {
+  for (const route of endpoints) {
     const op = spec.paths?.[toOpenApiPath(route.template)]?.[route.method.toLowerCase()]
     if (op === undefined) continue
-    const extra = successDocs.get(`${route.method} ${route.template}`)
+    const extra = route.success
     for (const [code, response] of Object.entries<Json>(op.responses ?? {})) {
       const status = Number(code)
       let replayable = status >= 200 && status < 300
@@ -118,7 +123,7 @@ export const openApiDocument: Json = (() => {
         }
         const errors = errorSchemas(spec, schema)
         response.description = describeErrors(errors) ?? response.description
-        replayable = status < 500 && errors.some((e) => !NEVER_REPLAYED.has(codeOf(e) ?? ""))
+        replayable = status < 500 && errors.some((e) => isStored(codeOf(e)))
       }
       const headers: Json = { "X-Request-Id": headerRef("X-Request-Id") }
       if (route.mutating && replayable) headers["Idempotent-Replayed"] = headerRef("Idempotent-Replayed")

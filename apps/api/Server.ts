@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpRouter, HttpServer } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
@@ -13,18 +13,30 @@ import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { ImagesHttp } from "./Images/Http.js"
 import { LinksHttp } from "./Links/Http.js"
-import { makePipeline } from "./Pipeline.js"
-import { Authentication, AuthenticationLive } from "./Security.js"
+import { AuthenticationLive } from "./middleware/Authentication.js"
+import { ErrorEnvelopeLive } from "./middleware/ErrorEnvelope.js"
+import { IdempotencyKeyLive, IdempotentOperations } from "./middleware/Idempotency.js"
+import { JsonBodyLive } from "./middleware/JsonBody.js"
+import { RateLimitLive } from "./middleware/RateLimit.js"
+import { guardRequests } from "./middleware/RequestGuards.js"
+import { withRequestId } from "./middleware/RequestId.js"
+import { makeSystemRoutes } from "./middleware/System.js"
+import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
 import { UsageHttp } from "./Usage/Http.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
 
+/** The endpoints' middlewares, in the order a request meets them (see docs/architecture.md). */
+const Middlewares = Layer.mergeAll(
+  AuthenticationLive(Api).pipe(Layer.provide(RateLimitLive)),
+  IdempotencyKeyLive,
+  JsonBodyLive,
+  UploadBodyLive,
+  IdempotentOperations.Default
+)
+
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide(LinksHttp),
-  Layer.provide(UtmPresetsHttp),
-  Layer.provide(AnalyticsHttp),
-  Layer.provide(ImagesHttp),
-  Layer.provide(UsageHttp),
-  Layer.provide(Layer.succeed(Authentication, AuthenticationLive))
+  Layer.provide([LinksHttp, UtmPresetsHttp, AnalyticsHttp, ImagesHttp, UsageHttp]),
+  Layer.provide(Middlewares)
 )
 
 const Repositories = Layer.mergeAll(
@@ -38,18 +50,23 @@ const Repositories = Layer.mergeAll(
 ).pipe(Layer.provideMerge(Outbox.layer))
 
 /**
- * The API's routes behind the pipeline; needs an HttpServer, the database, the config, the
- * plans, Analytics, the image Codec and the SafeFetcher (from the composition root).
+ * The API: request id and the error envelope, the request guards and the system routes
+ * around HttpApi's app, whose endpoints carry their own middlewares (authentication with
+ * rate and scope, idempotency key, body). Needs an HttpServer, the database, the config,
+ * the plans, Analytics, the image Codec, the BlobStore and the SafeFetcher.
  */
-// The pipeline wraps the app itself (not HttpServer.serve's middleware slot, which runs
-// after the response is written) so that it can replay, rewrite and roll back.
 export const ApiHttpLive = Layer.unwrapScoped(
   Effect.gen(function* () {
-    const pipeline = yield* makePipeline
+    const system = yield* makeSystemRoutes
     const app = yield* HttpApiBuilder.httpApp
-    return HttpServer.serve(pipeline(app))
+    return HttpServer.serve(withRequestId(guardRequests(system(closeUnreadUploads(Api)(app)))))
   })
 ).pipe(
+  Layer.provide(ErrorEnvelopeLive),
+  // A path is what it says: case-sensitive, no trailing or doubled slash taken as another.
+  Layer.provide(
+    HttpRouter.setRouterConfig({ caseSensitive: true, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false })
+  ),
   Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer]),
   Layer.provide(ApiLive),
   Layer.provide(Repositories)

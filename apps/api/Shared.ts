@@ -1,4 +1,3 @@
-import type { HttpApiEndpoint } from "@effect/platform"
 import { Context, Effect, FiberRef, Schema } from "effect"
 import * as E from "./Errors.js"
 
@@ -44,19 +43,6 @@ export const Limit = intFromString(1, 100).annotations({
 export const Cursor = Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })
 
 /**
- * How the pipeline reads an endpoint's body before the handler runs: `json`, or `upload`
- * (raw image bytes or multipart/form-data, see Upload.ts).
- */
-export class BodyKind extends Context.Tag("BodyKind")<BodyKind, "json" | "upload">() {}
-
-/**
- * The operation fetches from the network inside its transaction (URL import): the pipeline
- * lets only a few run at once per process, so that slow sources cannot hold every database
- * connection; the others wait before opening theirs.
- */
-export class OutboundFetch extends Context.Tag("OutboundFetch")<OutboundFetch, true>() {}
-
-/**
  * What the OpenAPI document says about an endpoint's success response beyond what HttpApi
  * expresses: more media types (HttpApi documents one per status) and response headers
  * (name -> description; each always present).
@@ -68,22 +54,6 @@ export class SuccessDoc extends Context.Tag("SuccessDoc")<
     readonly headers?: Readonly<Record<string, string>>
   }
 >() {}
-
-/** Documents what the pipeline does for every POST, PATCH and DELETE: the Idempotency-Key rules. */
-export const idempotent = <A extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoint: A): A =>
-  (endpoint as any)
-    .addError(E.IdempotencyKeyRequired)
-    .addError(E.IdempotencyKeyInvalid)
-    .addError(E.IdempotencyKeyReused)
-    .addError(E.IdempotencyRequestInProgress)
-
-/** A JSON request body: 415 for another content type, 413 above the size limit, 400 for bad JSON. */
-export const jsonBody = <A extends HttpApiEndpoint.HttpApiEndpoint.Any>(endpoint: A): A =>
-  (endpoint as any)
-    .addError(E.InvalidRequest)
-    .addError(E.UnsupportedMediaType)
-    .addError(E.PayloadTooLarge)
-    .annotate(BodyKind, "json")
 
 /** The `{id}` path of a resource: any string; one that names nothing of the caller's is 404. */
 export const IdPath = Schema.Struct({ id: Schema.String })

@@ -1,7 +1,6 @@
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { describe, expect, it } from "vitest"
-import { openApiDocument } from "../../apps/api/OpenApiDoc.js"
-import { routes } from "../../apps/api/Routes.js"
+import { openApiDocument, endpoints as routes } from "../../apps/api/OpenApiDoc.js"
 
 const doc = openApiDocument as any
 const op = (path: string, method: string) => doc.paths[path]?.[method]

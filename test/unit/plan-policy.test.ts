@@ -1,6 +1,6 @@
 import { ConfigProvider, Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { makeRateLimiter } from "../../apps/api/RateLimiter.js"
+import { makeRateLimiter } from "../../apps/api/middleware/RateLimit.js"
 import {
   DEFAULT_PLANS,
   expiryCeiling,

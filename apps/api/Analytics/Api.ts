@@ -2,7 +2,8 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { DEFAULT_RANGE_DAYS, Dimensions, K_ANONYMITY, MAX_RANGE_DAYS } from "../../../domain/Analytics.js"
 import * as E from "../Errors.js"
-import { Authentication, RequiredScope } from "../Security.js"
+import { Authentication } from "../middleware/Authentication.js"
+import { RequiredScope } from "../middleware/Scopes.js"
 import { Envelope, IdPath, optional } from "../Shared.js"
 
 const DATE_OR_INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/
@@ -119,4 +120,4 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
       )
       .annotate(OpenApi.Summary, "Read a Short Link's click analytics")
   )
-  .middleware(Authentication) {}
+  .middlewareEndpoints(Authentication) {}

@@ -5,7 +5,7 @@ import { isLinkId } from "../../../domain/Link.js"
 import { Links } from "../../../infra/Links.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
-import { CurrentPrincipal } from "../Security.js"
+import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { envelope } from "../Shared.js"
 
 export const AnalyticsHttp = HttpApiBuilder.group(Api, "analytics", (handlers) =>

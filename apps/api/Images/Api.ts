@@ -3,20 +3,13 @@ import { Schema } from "effect"
 import { CreationRating, DeclaredRating, ImageStatus, RatingSource, ReviewStatus } from "../../../domain/Image.js"
 import { ACCEPTED_CONTENT_TYPES, MAX_IMAGE_BYTES } from "../../../domain/ImageFormat.js"
 import * as E from "../Errors.js"
-import { Authentication, RequiredScope } from "../Security.js"
-import {
-  BodyKind,
-  Cursor,
-  Envelope,
-  IdPath,
-  idempotent,
-  jsonBody,
-  Limit,
-  OutboundFetch,
-  optional,
-  Page
-} from "../Shared.js"
-import { MULTIPART_OVERHEAD } from "../Upload.js"
+import { Authentication } from "../middleware/Authentication.js"
+import { IdempotencyKey, OutboundFetch } from "../middleware/Idempotency.js"
+import { JsonBody } from "../middleware/JsonBody.js"
+import { RequiredScope } from "../middleware/Scopes.js"
+import { UploadBody } from "../middleware/UploadBody.js"
+import { Cursor, Envelope, IdPath, Limit, optional, Page } from "../Shared.js"
+import { MULTIPART_OVERHEAD } from "./Upload.js"
 
 const nullable = <S extends Schema.Schema.Any>(schema: S, description: string) =>
   Schema.NullOr(schema).annotations({ description })
@@ -153,47 +146,44 @@ const scope = RequiredScope
 
 export class ImagesApi extends HttpApiGroup.make("images")
   .add(
-    idempotent(
-      HttpApiEndpoint.post("upload", "/images")
-        .setUrlParams(UploadParams)
-        .addSuccess(Envelope(Image), { status: 202 })
-        // The pipeline reads the body (Upload.ts): 400 empty or malformed, 413, 415.
-        .annotate(BodyKind, "upload")
-        .addError(E.InvalidRequest)
-        .addError(E.UnsupportedMediaType)
-        .addError(E.PayloadTooLarge)
-        .addError(E.QuotaExceeded)
-        .annotate(scope, "images:write")
-        .annotate(OpenApi.Summary, "Upload an image (raw bytes or multipart); it is normalized asynchronously")
-        .annotate(
-          OpenApi.Description,
-          "202: poll `status_url` until `status` is `ready`. A client-side polling timeout is not an upload failure: keep polling, do not upload again. Counts against the plan's monthly image uploads and storage (pending uploads included); Unmetered Partner Keys skip both."
-        )
-        .annotate(OpenApi.Override, { requestBody: uploadRequestBody })
-    )
+    HttpApiEndpoint.post("upload", "/images")
+      .setUrlParams(UploadParams)
+      .addSuccess(Envelope(Image), { status: 202 })
+      // UploadBody reads the body (Upload.ts): 400 empty or malformed, 413, 415.
+      .middleware(UploadBody)
+      .addError(E.InvalidRequest)
+      .addError(E.UnsupportedMediaType)
+      .addError(E.PayloadTooLarge)
+      .addError(E.QuotaExceeded)
+      .annotate(scope, "images:write")
+      .annotate(OpenApi.Summary, "Upload an image (raw bytes or multipart); it is normalized asynchronously")
+      .annotate(
+        OpenApi.Description,
+        "202: poll `status_url` until `status` is `ready`. A client-side polling timeout is not an upload failure: keep polling, do not upload again. Counts against the plan's monthly image uploads and storage (pending uploads included); Unmetered Partner Keys skip both."
+      )
+      .annotate(OpenApi.Override, { requestBody: uploadRequestBody })
+      .middleware(IdempotencyKey)
   )
   .add(
-    idempotent(
-      jsonBody(
-        HttpApiEndpoint.post("import", "/images/url")
-          .setPayload(ImportImage)
-          .addSuccess(Envelope(Image), { status: 202 })
-          .addError(E.QuotaExceeded)
-          .addError(E.UrlNotAllowed)
-          .addError(E.RedirectNotAllowed)
-          .addError(E.NotAnImage)
-          .addError(E.SourceTooLarge)
-          .addError(E.SourceForbidden)
-          .addError(E.SourceUnreachable)
-          .annotate(OutboundFetch, true)
-          .annotate(scope, "images:write")
-          .annotate(OpenApi.Summary, "Import an image from a public URL; it is normalized asynchronously")
-          .annotate(
-            OpenApi.Description,
-            "The service fetches the URL itself (http or https, public addresses only, at most 3 redirects, 15 s, 10485760 bytes) and accepts only a response whose bytes are a JPEG, PNG, WebP or GIF image: a post or an HTML share page is 422 not_an_image. When the source answers 403 (422 source_forbidden), download the file yourself and upload it to POST /images as multipart/form-data. 202: poll `status_url`."
-          )
+    HttpApiEndpoint.post("import", "/images/url")
+      .setPayload(ImportImage)
+      .addSuccess(Envelope(Image), { status: 202 })
+      .addError(E.QuotaExceeded)
+      .addError(E.UrlNotAllowed)
+      .addError(E.RedirectNotAllowed)
+      .addError(E.NotAnImage)
+      .addError(E.SourceTooLarge)
+      .addError(E.SourceForbidden)
+      .addError(E.SourceUnreachable)
+      .annotate(OutboundFetch, true)
+      .annotate(scope, "images:write")
+      .annotate(OpenApi.Summary, "Import an image from a public URL; it is normalized asynchronously")
+      .annotate(
+        OpenApi.Description,
+        "The service fetches the URL itself (http or https, public addresses only, at most 3 redirects, 15 s, 10485760 bytes) and accepts only a response whose bytes are a JPEG, PNG, WebP or GIF image: a post or an HTML share page is 422 not_an_image. When the source answers 403 (422 source_forbidden), download the file yourself and upload it to POST /images as multipart/form-data. 202: poll `status_url`."
       )
-    )
+      .middleware(JsonBody)
+      .middleware(IdempotencyKey)
   )
   .add(
     HttpApiEndpoint.get("list", "/images")
@@ -212,37 +202,34 @@ export class ImagesApi extends HttpApiGroup.make("images")
       .annotate(OpenApi.Summary, "Read an image: processing, delivery and rating state")
   )
   .add(
-    idempotent(
-      jsonBody(
-        HttpApiEndpoint.patch("rate", "/images/:id/rating")
-          .setPath(IdPath)
-          .setPayload(RateImage)
-          .addSuccess(Envelope(Image).annotations({ description: "The declaration applies: the image with it." }))
-          .addSuccess(
-            Envelope(Image).annotations({
-              description:
-                "The declaration is less strict than the effective rating: recorded for operator review, the effective rating unchanged, `rating_review.status` `pending`."
-            }),
-            { status: 202 }
-          )
-          .addError(E.NotFound)
-          .addError(E.ImageFailed)
-          .annotate(scope, "images:write")
-          .annotate(OpenApi.Summary, "Declare an image's content rating")
+    HttpApiEndpoint.patch("rate", "/images/:id/rating")
+      .setPath(IdPath)
+      .setPayload(RateImage)
+      .addSuccess(Envelope(Image).annotations({ description: "The declaration applies: the image with it." }))
+      .addSuccess(
+        Envelope(Image).annotations({
+          description:
+            "The declaration is less strict than the effective rating: recorded for operator review, the effective rating unchanged, `rating_review.status` `pending`."
+        }),
+        { status: 202 }
       )
-    )
+      .addError(E.NotFound)
+      .addError(E.ImageFailed)
+      .annotate(scope, "images:write")
+      .annotate(OpenApi.Summary, "Declare an image's content rating")
+      .middleware(JsonBody)
+      .middleware(IdempotencyKey)
   )
   .add(
-    idempotent(
-      HttpApiEndpoint.del("delete", "/images/:id")
-        .setPath(IdPath)
-        .addSuccess(Envelope(Image).annotations({ description: "The image as it was when deleted." }))
-        .addError(E.NotFound)
-        .annotate(scope, "images:write")
-        .annotate(
-          OpenApi.Summary,
-          "Delete an image: it leaves lists, its URL answers 404 and its storage is freed at once"
-        )
-    )
+    HttpApiEndpoint.del("delete", "/images/:id")
+      .setPath(IdPath)
+      .addSuccess(Envelope(Image).annotations({ description: "The image as it was when deleted." }))
+      .addError(E.NotFound)
+      .annotate(scope, "images:write")
+      .annotate(
+        OpenApi.Summary,
+        "Delete an image: it leaves lists, its URL answers 404 and its storage is freed at once"
+      )
+      .middleware(IdempotencyKey)
   )
-  .middleware(Authentication) {}
+  .middlewareEndpoints(Authentication) {}

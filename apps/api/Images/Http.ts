@@ -21,10 +21,12 @@ import { Plans } from "../../../infra/Plans.js"
 import { Usage } from "../../../infra/Usage.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
-import { CurrentPrincipal } from "../Security.js"
+import { CurrentPrincipal } from "../middleware/Authentication.js"
+import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
+import { CurrentUpload } from "../middleware/UploadBody.js"
 import { envelope, keysetPage } from "../Shared.js"
-import { currentUpload, describeBytes } from "../Upload.js"
 import type { Image } from "./Api.js"
+import { describeBytes } from "./Upload.js"
 
 /** The storage quota refused the reservation (internal: answered as 403 quota_exceeded). */
 class StorageFull extends Data.TaggedError("StorageFull")<{ readonly limit: number }> {}
@@ -46,6 +48,7 @@ const notAnImageDetail = (bytes: Uint8Array, error: ProbeError) => {
 
 export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
   Effect.gen(function* () {
+    const operations = yield* IdempotentOperations
     const images = yield* Images
     const blobs = yield* BlobStore
     const codec = yield* Codec
@@ -232,102 +235,105 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
       }
     }
 
-    return handlers
-      .handle("upload", ({ urlParams }) =>
-        Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          const upload = yield* currentUpload
-          const rating = yield* uploadRating(urlParams.content_rating, upload.contentRating)
-          const info = yield* codec
-            .probe(upload.bytes)
-            .pipe(
-              Effect.catchAll((error) =>
-                E.fail(
-                  E.UnsupportedMediaType,
-                  "The bytes are not a JPEG, PNG, WebP or GIF image.",
-                  `${upload.kind === "raw" ? "body" : "file"}: ${notAnImageDetail(upload.bytes, error)}, whatever Content-Type was declared`
+    return withIdempotency(
+      operations,
+      handlers
+        .handle("upload", ({ urlParams }) =>
+          Effect.gen(function* () {
+            const principal = yield* CurrentPrincipal
+            const upload = yield* CurrentUpload
+            const rating = yield* uploadRating(urlParams.content_rating, upload.contentRating)
+            const info = yield* codec
+              .probe(upload.bytes)
+              .pipe(
+                Effect.catchAll((error) =>
+                  E.fail(
+                    E.UnsupportedMediaType,
+                    "The bytes are not a JPEG, PNG, WebP or GIF image.",
+                    `${upload.kind === "raw" ? "body" : "file"}: ${notAnImageDetail(upload.bytes, error)}, whatever Content-Type was declared`
+                  )
                 )
               )
-            )
-          return yield* create(principal, { bytes: upload.bytes, info, rating, sourceUrl: null })
-        })
-      )
-      .handle("import", ({ payload }) =>
-        Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          // The schema has checked that it parses.
-          const url = new URL(payload.url)
-          if (url.protocol !== "http:" && url.protocol !== "https:") {
-            return yield* E.fail(
-              E.UrlNotAllowed,
-              "The URL is not allowed for a server-side fetch.",
-              `url: scheme ${url.protocol} is not http or https`
-            )
-          }
-          const response = yield* fetcher
-            .fetch(payload.url, { maxBytes: MAX_IMAGE_BYTES, accept: "image/*", timeoutMs: IMPORT_TIMEOUT_MS })
-            .pipe(Effect.catchAll(fetchFailed))
-          if (response.body.length === 0) {
-            return yield* E.fail(E.NotAnImage, "The source's response is not an image.", "the response is empty")
-          }
-          const info = yield* codec.probe(response.body).pipe(
-            Effect.catchAll((error) => {
-              const type = response.headers["content-type"]
-              return E.fail(
-                E.NotAnImage,
-                "The source's response is not an image.",
-                `${notAnImageDetail(response.body, error)}${type === undefined ? "" : ` (Content-Type ${shorten(type)})`}; give the URL of the image file itself`
-              )
-            })
-          )
-          return yield* create(principal, {
-            bytes: response.body,
-            info,
-            rating: payload.content_rating ?? "auto",
-            sourceUrl: payload.url
+            return yield* create(principal, { bytes: upload.bytes, info, rating, sourceUrl: null })
           })
-        })
-      )
-      .handle("list", ({ urlParams }) =>
-        Effect.flatMap(CurrentPrincipal, (principal) =>
-          keysetPage(
-            urlParams,
-            (afterSeq: bigint | undefined, limit: number) => images.search(principal.accountId, { afterSeq, limit }),
-            toApi
+        )
+        .handle("import", ({ payload }) =>
+          Effect.gen(function* () {
+            const principal = yield* CurrentPrincipal
+            // The schema has checked that it parses.
+            const url = new URL(payload.url)
+            if (url.protocol !== "http:" && url.protocol !== "https:") {
+              return yield* E.fail(
+                E.UrlNotAllowed,
+                "The URL is not allowed for a server-side fetch.",
+                `url: scheme ${url.protocol} is not http or https`
+              )
+            }
+            const response = yield* fetcher
+              .fetch(payload.url, { maxBytes: MAX_IMAGE_BYTES, accept: "image/*", timeoutMs: IMPORT_TIMEOUT_MS })
+              .pipe(Effect.catchAll(fetchFailed))
+            if (response.body.length === 0) {
+              return yield* E.fail(E.NotAnImage, "The source's response is not an image.", "the response is empty")
+            }
+            const info = yield* codec.probe(response.body).pipe(
+              Effect.catchAll((error) => {
+                const type = response.headers["content-type"]
+                return E.fail(
+                  E.NotAnImage,
+                  "The source's response is not an image.",
+                  `${notAnImageDetail(response.body, error)}${type === undefined ? "" : ` (Content-Type ${shorten(type)})`}; give the URL of the image file itself`
+                )
+              })
+            )
+            return yield* create(principal, {
+              bytes: response.body,
+              info,
+              rating: payload.content_rating ?? "auto",
+              sourceUrl: payload.url
+            })
+          })
+        )
+        .handle("list", ({ urlParams }) =>
+          Effect.flatMap(CurrentPrincipal, (principal) =>
+            keysetPage(
+              urlParams,
+              (afterSeq: bigint | undefined, limit: number) => images.search(principal.accountId, { afterSeq, limit }),
+              toApi
+            )
           )
         )
-      )
-      .handle("get", ({ path }) => Effect.flatMap(owned(path.id), (row) => envelope(toApi(row))))
-      .handle("rate", ({ path, payload }) =>
-        Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          const row = yield* owned(path.id, true)
-          if (row.status === "failed") {
-            return yield* E.fail(
-              E.ImageFailed,
-              "The image's conversion failed; it cannot be rated.",
-              `failure: ${row.failure ?? "unknown"}`
-            )
-          }
-          const requested: DeclaredRating = payload.content_rating
-          // The effective rating decides, also while processing (an owner declaration made at
-          // upload is already effective; `unrated` counts as nsfw).
-          if (declarationOutcome(row.rating, requested) === "apply") {
-            yield* images.closePendingReview(row.id)
-            yield* images.rate(row, requested, "owner", principal.keyId)
-            const rated = yield* owned(row.id)
-            return yield* envelope(toApi(rated))
-          }
-          const reviewed = yield* images.requestReview(row, requested)
-          return HttpServerResponse.unsafeJson(yield* envelope(toApi(reviewed)), { status: 202 })
-        })
-      )
-      .handle("delete", ({ path }) =>
-        Effect.gen(function* () {
-          const row = yield* owned(path.id, true)
-          const deleted = yield* images.softDelete(row)
-          return yield* envelope(toApi(deleted))
-        })
-      )
+        .handle("get", ({ path }) => Effect.flatMap(owned(path.id), (row) => envelope(toApi(row))))
+        .handle("rate", ({ path, payload }) =>
+          Effect.gen(function* () {
+            const principal = yield* CurrentPrincipal
+            const row = yield* owned(path.id, true)
+            if (row.status === "failed") {
+              return yield* E.fail(
+                E.ImageFailed,
+                "The image's conversion failed; it cannot be rated.",
+                `failure: ${row.failure ?? "unknown"}`
+              )
+            }
+            const requested: DeclaredRating = payload.content_rating
+            // The effective rating decides, also while processing (an owner declaration made at
+            // upload is already effective; `unrated` counts as nsfw).
+            if (declarationOutcome(row.rating, requested) === "apply") {
+              yield* images.closePendingReview(row.id)
+              yield* images.rate(row, requested, "owner", principal.keyId)
+              const rated = yield* owned(row.id)
+              return yield* envelope(toApi(rated))
+            }
+            const reviewed = yield* images.requestReview(row, requested)
+            return HttpServerResponse.unsafeJson(yield* envelope(toApi(reviewed)), { status: 202 })
+          })
+        )
+        .handle("delete", ({ path }) =>
+          Effect.gen(function* () {
+            const row = yield* owned(path.id, true)
+            const deleted = yield* images.softDelete(row)
+            return yield* envelope(toApi(deleted))
+          })
+        )
+    )
   })
 )

@@ -2,19 +2,11 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/p
 import { Schema } from "effect"
 import { CustomSlug, DestinationUrl, LinkStatus, Utm } from "../../../domain/Link.js"
 import * as E from "../Errors.js"
-import { Authentication, RequiredScope } from "../Security.js"
-import {
-  Cursor,
-  Envelope,
-  IdPath,
-  idempotent,
-  intFromString,
-  jsonBody,
-  Limit,
-  optional,
-  Page,
-  SuccessDoc
-} from "../Shared.js"
+import { Authentication } from "../middleware/Authentication.js"
+import { IdempotencyKey } from "../middleware/Idempotency.js"
+import { JsonBody } from "../middleware/JsonBody.js"
+import { RequiredScope } from "../middleware/Scopes.js"
+import { Cursor, Envelope, IdPath, intFromString, Limit, optional, Page, SuccessDoc } from "../Shared.js"
 
 export const Link = Schema.Struct({
   id: Schema.String.annotations({ description: "Link identifier; begins with link_." }),
@@ -145,18 +137,16 @@ const scope = RequiredScope
 
 export class LinksApi extends HttpApiGroup.make("links")
   .add(
-    idempotent(
-      jsonBody(
-        HttpApiEndpoint.post("create", "/links")
-          .setPayload(CreateLink)
-          .addSuccess(Envelope(Link), { status: 201 })
-          .addError(E.SlugTaken)
-          .addError(E.UrlNotAllowed)
-          .addError(E.QuotaExceeded)
-          .annotate(scope, "links:write")
-          .annotate(OpenApi.Summary, "Create a Short Link")
-      )
-    )
+    HttpApiEndpoint.post("create", "/links")
+      .setPayload(CreateLink)
+      .addSuccess(Envelope(Link), { status: 201 })
+      .addError(E.SlugTaken)
+      .addError(E.UrlNotAllowed)
+      .addError(E.QuotaExceeded)
+      .annotate(scope, "links:write")
+      .annotate(OpenApi.Summary, "Create a Short Link")
+      .middleware(JsonBody)
+      .middleware(IdempotencyKey)
   )
   .add(
     HttpApiEndpoint.get("list", "/links")
@@ -191,29 +181,26 @@ export class LinksApi extends HttpApiGroup.make("links")
       .annotate(OpenApi.Summary, "Read a Short Link")
   )
   .add(
-    idempotent(
-      jsonBody(
-        HttpApiEndpoint.patch("update", "/links/:id")
-          .setPath(IdPath)
-          .setPayload(UpdateLink)
-          .addSuccess(Envelope(Link))
-          .addError(E.NotFound)
-          .addError(E.LinkDisabled)
-          .addError(E.UrlNotAllowed)
-          .annotate(scope, "links:write")
-          .annotate(OpenApi.Summary, "Change a Short Link's destination")
-      )
-    )
+    HttpApiEndpoint.patch("update", "/links/:id")
+      .setPath(IdPath)
+      .setPayload(UpdateLink)
+      .addSuccess(Envelope(Link))
+      .addError(E.NotFound)
+      .addError(E.LinkDisabled)
+      .addError(E.UrlNotAllowed)
+      .annotate(scope, "links:write")
+      .annotate(OpenApi.Summary, "Change a Short Link's destination")
+      .middleware(JsonBody)
+      .middleware(IdempotencyKey)
   )
   .add(
-    idempotent(
-      HttpApiEndpoint.del("disable", "/links/:id")
-        .setPath(IdPath)
-        .addSuccess(Envelope(Link))
-        .addError(E.NotFound)
-        .annotate(scope, "links:write")
-        .annotate(OpenApi.Summary, "Disable a Short Link (it answers 404 on the short host from then on)")
-    )
+    HttpApiEndpoint.del("disable", "/links/:id")
+      .setPath(IdPath)
+      .addSuccess(Envelope(Link))
+      .addError(E.NotFound)
+      .annotate(scope, "links:write")
+      .annotate(OpenApi.Summary, "Disable a Short Link (it answers 404 on the short host from then on)")
+      .middleware(IdempotencyKey)
   )
   .add(
     HttpApiEndpoint.get("qr", "/links/:id/qr")
@@ -242,18 +229,16 @@ export class LinksApi extends HttpApiGroup.make("links")
       .annotate(OpenApi.Summary, "Read a Short Link's options (UTM parameters, expiry)")
   )
   .add(
-    idempotent(
-      jsonBody(
-        HttpApiEndpoint.patch("updateOptions", "/links/:id/options")
-          .setPath(IdPath)
-          .setPayload(UpdateLinkOptions)
-          .addSuccess(Envelope(LinkOptions))
-          .addError(E.NotFound)
-          .addError(E.LinkDisabled)
-          .addError(E.QuotaExceeded)
-          .annotate(scope, "links:write")
-          .annotate(OpenApi.Summary, "Change a Short Link's options; a field left out is kept, null clears it")
-      )
-    )
+    HttpApiEndpoint.patch("updateOptions", "/links/:id/options")
+      .setPath(IdPath)
+      .setPayload(UpdateLinkOptions)
+      .addSuccess(Envelope(LinkOptions))
+      .addError(E.NotFound)
+      .addError(E.LinkDisabled)
+      .addError(E.QuotaExceeded)
+      .annotate(scope, "links:write")
+      .annotate(OpenApi.Summary, "Change a Short Link's options; a field left out is kept, null clears it")
+      .middleware(JsonBody)
+      .middleware(IdempotencyKey)
   )
-  .middleware(Authentication) {}
+  .middlewareEndpoints(Authentication) {}

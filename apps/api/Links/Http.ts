@@ -13,7 +13,8 @@ import { Plans } from "../../../infra/Plans.js"
 import { Usage } from "../../../infra/Usage.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
-import { CurrentPrincipal } from "../Security.js"
+import { CurrentPrincipal } from "../middleware/Authentication.js"
+import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { envelope, keysetPage } from "../Shared.js"
 import type { ExportLinksParams, Link } from "./Api.js"
 
@@ -39,6 +40,7 @@ const CSV_COLUMNS = [
 
 export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
   Effect.gen(function* () {
+    const operations = yield* IdempotentOperations
     const links = yield* Links
     const outbox = yield* Outbox
     const config = yield* AppConfig
@@ -138,162 +140,167 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
       )
     }
 
-    return handlers
-      .handle("create", ({ payload }) =>
-        Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          yield* checkDestination(payload.url)
-          const base = {
-            id: newId("link"),
-            accountId: principal.accountId,
-            destinationUrl: payload.url,
-            status: "active" as const,
-            utm: null,
-            expiresAt: null
-          }
-          if (payload.custom_slug !== undefined && isReservedSlug(payload.custom_slug)) {
-            return yield* E.fail(
-              E.SlugTaken,
-              "That slug is reserved.",
-              `custom_slug: '${payload.custom_slug}' is reserved`
-            )
-          }
-          const insert = Effect.gen(function* () {
-            let row: LinkRow | undefined
-            if (payload.custom_slug !== undefined) {
-              row = Option.getOrUndefined(yield* links.insert({ ...base, slug: payload.custom_slug }))
-              if (row === undefined) {
-                return yield* E.fail(
-                  E.SlugTaken,
-                  "That slug is already in use.",
-                  `custom_slug: '${payload.custom_slug}' is taken`
-                )
-              }
-            } else {
-              // 62^7 slugs: a collision is rare, and each retry draws a fresh random one.
-              for (let attempt = 0; attempt < 8 && row === undefined; attempt++) {
-                const slug = newSlug()
-                if (isReservedSlug(slug)) continue
-                row = Option.getOrUndefined(yield* links.insert({ ...base, slug }))
-              }
-              if (row === undefined) return yield* Effect.dieMessage("could not allocate a free slug")
+    return withIdempotency(
+      operations,
+      handlers
+        .handle("create", ({ payload }) =>
+          Effect.gen(function* () {
+            const principal = yield* CurrentPrincipal
+            yield* checkDestination(payload.url)
+            const base = {
+              id: newId("link"),
+              accountId: principal.accountId,
+              destinationUrl: payload.url,
+              status: "active" as const,
+              utm: null,
+              expiresAt: null
             }
-            yield* outbox.append(Topics.links, row.id, "link.created", row.accountId, eventData(row))
-            return row
+            if (payload.custom_slug !== undefined && isReservedSlug(payload.custom_slug)) {
+              return yield* E.fail(
+                E.SlugTaken,
+                "That slug is reserved.",
+                `custom_slug: '${payload.custom_slug}' is reserved`
+              )
+            }
+            const insert = Effect.gen(function* () {
+              let row: LinkRow | undefined
+              if (payload.custom_slug !== undefined) {
+                row = Option.getOrUndefined(yield* links.insert({ ...base, slug: payload.custom_slug }))
+                if (row === undefined) {
+                  return yield* E.fail(
+                    E.SlugTaken,
+                    "That slug is already in use.",
+                    `custom_slug: '${payload.custom_slug}' is taken`
+                  )
+                }
+              } else {
+                // 62^7 slugs: a collision is rare, and each retry draws a fresh random one.
+                for (let attempt = 0; attempt < 8 && row === undefined; attempt++) {
+                  const slug = newSlug()
+                  if (isReservedSlug(slug)) continue
+                  row = Option.getOrUndefined(yield* links.insert({ ...base, slug }))
+                }
+                if (row === undefined) return yield* Effect.dieMessage("could not allocate a free slug")
+              }
+              yield* outbox.append(Topics.links, row.id, "link.created", row.accountId, eventData(row))
+              return row
+            })
+            // Links per month: the link is counted in the same transaction, or the quota refuses
+            // it and the insert is undone (403 quota_exceeded, stored for replay, changes nothing).
+            // Unmetered Partner Keys skip the limit but are still counted.
+            const period = usagePeriod(new Date())
+            const limit = linkQuota(plans.limits(principal.plan), principal.unmetered)
+            const created = yield* usage.counted(principal.accountId, period, "links", limit, insert)
+            if (Either.isLeft(created)) {
+              return yield* E.fail(
+                E.QuotaExceeded,
+                `The plan's monthly link quota is used up (plan ${principal.plan}, ${period} UTC).`,
+                quotaDetail("links_per_month", created.left, limit ?? 0)
+              )
+            }
+            return yield* envelope(toApi(created.right))
           })
-          // Links per month: the link is counted in the same transaction, or the quota refuses
-          // it and the insert is undone (403 quota_exceeded, stored for replay, changes nothing).
-          // Unmetered Partner Keys skip the limit but are still counted.
-          const period = usagePeriod(new Date())
-          const limit = linkQuota(plans.limits(principal.plan), principal.unmetered)
-          const created = yield* usage.counted(principal.accountId, period, "links", limit, insert)
-          if (Either.isLeft(created)) {
-            return yield* E.fail(
-              E.QuotaExceeded,
-              `The plan's monthly link quota is used up (plan ${principal.plan}, ${period} UTC).`,
-              quotaDetail("links_per_month", created.left, limit ?? 0)
+        )
+        .handle("list", ({ urlParams }) =>
+          Effect.flatMap(CurrentPrincipal, (principal) =>
+            keysetPage(
+              urlParams,
+              (afterSeq: bigint | undefined, limit: number) =>
+                links.search(principal.accountId, { ...toFilter(urlParams), afterSeq, limit }),
+              toApi
             )
-          }
-          return yield* envelope(toApi(created.right))
-        })
-      )
-      .handle("list", ({ urlParams }) =>
-        Effect.flatMap(CurrentPrincipal, (principal) =>
-          keysetPage(
-            urlParams,
-            (afterSeq: bigint | undefined, limit: number) =>
-              links.search(principal.accountId, { ...toFilter(urlParams), afterSeq, limit }),
-            toApi
           )
         )
-      )
-      .handle("export", ({ urlParams }) =>
-        Effect.gen(function* () {
-          const principal = yield* CurrentPrincipal
-          const header = `${CSV_COLUMNS.join(",")}\r\n`
-          const body = links.streamAll(principal.accountId, toFilter(urlParams)).pipe(
-            Stream.map((row) => {
-              const l = toApi(row)
-              return `${CSV_COLUMNS.map((c) => csvField(String(l[c] ?? ""))).join(",")}\r\n`
-            }),
-            Stream.prepend(Chunk.of(header)),
-            Stream.encodeText,
-            Stream.orDie
-          )
-          return HttpServerResponse.stream(body, {
-            contentType: "text/csv; charset=utf-8",
-            headers: { "content-disposition": 'attachment; filename="links.csv"', "cache-control": "no-store" }
-          })
-        })
-      )
-      .handle("get", ({ path }) => Effect.flatMap(owned(path.id), (row) => envelope(toApi(row))))
-      .handle("update", ({ path, payload }) =>
-        Effect.gen(function* () {
-          yield* changeable(path.id)
-          yield* checkDestination(payload.url)
-          const row = yield* links.setDestination(path.id, payload.url)
-          yield* outbox.append(Topics.links, row.id, "link.updated", row.accountId, eventData(row))
-          return yield* envelope(toApi(row))
-        })
-      )
-      .handle("disable", ({ path }) =>
-        Effect.gen(function* () {
-          const current = yield* owned(path.id, true)
-          // Disabling twice is not an error: the link is disabled, as asked.
-          if (current.status === "disabled") return yield* envelope(toApi(current))
-          const row = yield* links.disable(path.id)
-          yield* outbox.append(Topics.links, row.id, "link.disabled", row.accountId, eventData(row))
-          return yield* envelope(toApi(row))
-        })
-      )
-      .handle("getOptions", ({ path }) => Effect.flatMap(owned(path.id), (row) => envelope(toOptions(row))))
-      .handle("updateOptions", ({ path, payload }) =>
-        Effect.gen(function* () {
-          yield* changeable(path.id)
-          if (typeof payload.expires_at === "string") {
-            yield* checkExpiryCeiling(yield* CurrentPrincipal, payload.expires_at)
-          }
-          const row = yield* links.setOptions(path.id, {
-            ...(payload.utm === undefined ? {} : { utm: payload.utm }),
-            ...(payload.expires_at === undefined
-              ? {}
-              : { expiresAt: payload.expires_at === null ? null : new Date(payload.expires_at) })
-          })
-          yield* outbox.append(Topics.links, row.id, "link.updated", row.accountId, eventData(row))
-          return yield* envelope(toOptions(row))
-        })
-      )
-      .handle("qr", ({ path, urlParams }) =>
-        Effect.gen(function* () {
-          const link = yield* owned(path.id)
-          if (urlParams.domain !== undefined) {
-            return yield* E.fail(
-              E.InvalidRequest,
-              "Unknown custom domain.",
-              "domain: must be a verified custom domain of the account"
+        .handle("export", ({ urlParams }) =>
+          Effect.gen(function* () {
+            const principal = yield* CurrentPrincipal
+            const header = `${CSV_COLUMNS.join(",")}\r\n`
+            const body = links.streamAll(principal.accountId, toFilter(urlParams)).pipe(
+              Stream.map((row) => {
+                const l = toApi(row)
+                return `${CSV_COLUMNS.map((c) => csvField(String(l[c] ?? ""))).join(",")}\r\n`
+              }),
+              Stream.prepend(Chunk.of(header)),
+              Stream.encodeText,
+              Stream.orDie
             )
-          }
-          const text = toApi(link).short_url
-          const size = urlParams.size ?? 512
-          const errorCorrectionLevel = urlParams.ecc ?? "M"
-          // The image is exactly `size` pixels wide. qrcode ignores a width smaller than the
-          // symbol plus its quiet zone, so the quiet zone gives way first; and it floors
-          // (modules * (width / modules)), which floating point can leave a pixel short, so the
-          // PNG asks for half a pixel more (the SVG takes the width as its attribute).
-          const modules = QRCode.create(text, { errorCorrectionLevel }).modules.size
-          const margin = Math.min(urlParams.margin ?? 4, Math.floor((size - modules) / 2))
-          const options = { margin, errorCorrectionLevel } as const
-          const headers = {
-            "cache-control": "private, max-age=300",
-            "content-disposition": `inline; filename="${link.slug}.${urlParams.format ?? "png"}"`
-          }
-          if (urlParams.format === "svg") {
-            const svg = yield* Effect.promise(() => QRCode.toString(text, { ...options, width: size, type: "svg" }))
-            return HttpServerResponse.text(svg, { contentType: "image/svg+xml", headers })
-          }
-          const png = yield* Effect.promise(() => QRCode.toBuffer(text, { ...options, width: size + 0.5, type: "png" }))
-          return HttpServerResponse.uint8Array(png, { contentType: "image/png", headers })
-        })
-      )
+            return HttpServerResponse.stream(body, {
+              contentType: "text/csv; charset=utf-8",
+              headers: { "content-disposition": 'attachment; filename="links.csv"', "cache-control": "no-store" }
+            })
+          })
+        )
+        .handle("get", ({ path }) => Effect.flatMap(owned(path.id), (row) => envelope(toApi(row))))
+        .handle("update", ({ path, payload }) =>
+          Effect.gen(function* () {
+            yield* changeable(path.id)
+            yield* checkDestination(payload.url)
+            const row = yield* links.setDestination(path.id, payload.url)
+            yield* outbox.append(Topics.links, row.id, "link.updated", row.accountId, eventData(row))
+            return yield* envelope(toApi(row))
+          })
+        )
+        .handle("disable", ({ path }) =>
+          Effect.gen(function* () {
+            const current = yield* owned(path.id, true)
+            // Disabling twice is not an error: the link is disabled, as asked.
+            if (current.status === "disabled") return yield* envelope(toApi(current))
+            const row = yield* links.disable(path.id)
+            yield* outbox.append(Topics.links, row.id, "link.disabled", row.accountId, eventData(row))
+            return yield* envelope(toApi(row))
+          })
+        )
+        .handle("getOptions", ({ path }) => Effect.flatMap(owned(path.id), (row) => envelope(toOptions(row))))
+        .handle("updateOptions", ({ path, payload }) =>
+          Effect.gen(function* () {
+            yield* changeable(path.id)
+            if (typeof payload.expires_at === "string") {
+              yield* checkExpiryCeiling(yield* CurrentPrincipal, payload.expires_at)
+            }
+            const row = yield* links.setOptions(path.id, {
+              ...(payload.utm === undefined ? {} : { utm: payload.utm }),
+              ...(payload.expires_at === undefined
+                ? {}
+                : { expiresAt: payload.expires_at === null ? null : new Date(payload.expires_at) })
+            })
+            yield* outbox.append(Topics.links, row.id, "link.updated", row.accountId, eventData(row))
+            return yield* envelope(toOptions(row))
+          })
+        )
+        .handle("qr", ({ path, urlParams }) =>
+          Effect.gen(function* () {
+            const link = yield* owned(path.id)
+            if (urlParams.domain !== undefined) {
+              return yield* E.fail(
+                E.InvalidRequest,
+                "Unknown custom domain.",
+                "domain: must be a verified custom domain of the account"
+              )
+            }
+            const text = toApi(link).short_url
+            const size = urlParams.size ?? 512
+            const errorCorrectionLevel = urlParams.ecc ?? "M"
+            // The image is exactly `size` pixels wide. qrcode ignores a width smaller than the
+            // symbol plus its quiet zone, so the quiet zone gives way first; and it floors
+            // (modules * (width / modules)), which floating point can leave a pixel short, so the
+            // PNG asks for half a pixel more (the SVG takes the width as its attribute).
+            const modules = QRCode.create(text, { errorCorrectionLevel }).modules.size
+            const margin = Math.min(urlParams.margin ?? 4, Math.floor((size - modules) / 2))
+            const options = { margin, errorCorrectionLevel } as const
+            const headers = {
+              "cache-control": "private, max-age=300",
+              "content-disposition": `inline; filename="${link.slug}.${urlParams.format ?? "png"}"`
+            }
+            if (urlParams.format === "svg") {
+              const svg = yield* Effect.promise(() => QRCode.toString(text, { ...options, width: size, type: "svg" }))
+              return HttpServerResponse.text(svg, { contentType: "image/svg+xml", headers })
+            }
+            const png = yield* Effect.promise(() =>
+              QRCode.toBuffer(text, { ...options, width: size + 0.5, type: "png" })
+            )
+            return HttpServerResponse.uint8Array(png, { contentType: "image/png", headers })
+          })
+        )
+    )
   })
 )

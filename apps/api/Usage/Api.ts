@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication } from "../Security.js"
+import { Authentication } from "../middleware/Authentication.js"
 import { Envelope } from "../Shared.js"
 
 const Count = Schema.Int.annotations({ jsonSchema: { type: "integer", minimum: 0 } })
@@ -54,4 +54,4 @@ export class UsageApi extends HttpApiGroup.make("usage")
       .addSuccess(Envelope(AccountUsage))
       .annotate(OpenApi.Summary, "Read the account's plan and quota usage (any valid key; no scope needed)")
   )
-  .middleware(Authentication) {}
+  .middlewareEndpoints(Authentication) {}

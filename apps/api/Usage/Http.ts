@@ -5,7 +5,7 @@ import { Images } from "../../../infra/Images.js"
 import { Plans } from "../../../infra/Plans.js"
 import { Usage } from "../../../infra/Usage.js"
 import { Api } from "../Api.js"
-import { CurrentPrincipal } from "../Security.js"
+import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { envelope } from "../Shared.js"
 
 export const UsageHttp = HttpApiBuilder.group(Api, "usage", (handlers) =>

@@ -2,8 +2,11 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { UTM_KEYS, Utm } from "../../../domain/Link.js"
 import * as E from "../Errors.js"
-import { Authentication, RequiredScope } from "../Security.js"
-import { Cursor, Envelope, IdPath, idempotent, jsonBody, Limit, optional, Page } from "../Shared.js"
+import { Authentication } from "../middleware/Authentication.js"
+import { IdempotencyKey } from "../middleware/Idempotency.js"
+import { JsonBody } from "../middleware/JsonBody.js"
+import { RequiredScope } from "../middleware/Scopes.js"
+import { Cursor, Envelope, IdPath, Limit, optional, Page } from "../Shared.js"
 
 export const MAX_PRESET_NAME_LENGTH = 100
 
@@ -79,16 +82,14 @@ const scope = RequiredScope
 
 export class UtmPresetsApi extends HttpApiGroup.make("utmPresets")
   .add(
-    idempotent(
-      jsonBody(
-        HttpApiEndpoint.post("create", "/utm-presets")
-          .setPayload(CreateUtmPreset)
-          .addSuccess(Envelope(UtmPreset), { status: 201 })
-          .addError(E.UtmPresetNameTaken)
-          .annotate(scope, "links:write")
-          .annotate(OpenApi.Summary, "Create a UTM preset")
-      )
-    )
+    HttpApiEndpoint.post("create", "/utm-presets")
+      .setPayload(CreateUtmPreset)
+      .addSuccess(Envelope(UtmPreset), { status: 201 })
+      .addError(E.UtmPresetNameTaken)
+      .annotate(scope, "links:write")
+      .annotate(OpenApi.Summary, "Create a UTM preset")
+      .middleware(JsonBody)
+      .middleware(IdempotencyKey)
   )
   .add(
     HttpApiEndpoint.get("list", "/utm-presets")
@@ -107,27 +108,24 @@ export class UtmPresetsApi extends HttpApiGroup.make("utmPresets")
       .annotate(OpenApi.Summary, "Read a UTM preset")
   )
   .add(
-    idempotent(
-      jsonBody(
-        HttpApiEndpoint.patch("update", "/utm-presets/:id")
-          .setPath(IdPath)
-          .setPayload(UpdateUtmPreset)
-          .addSuccess(Envelope(UtmPreset))
-          .addError(E.NotFound)
-          .addError(E.UtmPresetNameTaken)
-          .annotate(scope, "links:write")
-          .annotate(OpenApi.Summary, "Rename a UTM preset or replace its UTM parameters")
-      )
-    )
+    HttpApiEndpoint.patch("update", "/utm-presets/:id")
+      .setPath(IdPath)
+      .setPayload(UpdateUtmPreset)
+      .addSuccess(Envelope(UtmPreset))
+      .addError(E.NotFound)
+      .addError(E.UtmPresetNameTaken)
+      .annotate(scope, "links:write")
+      .annotate(OpenApi.Summary, "Rename a UTM preset or replace its UTM parameters")
+      .middleware(JsonBody)
+      .middleware(IdempotencyKey)
   )
   .add(
-    idempotent(
-      HttpApiEndpoint.del("delete", "/utm-presets/:id")
-        .setPath(IdPath)
-        .addSuccess(Envelope(UtmPreset))
-        .addError(E.NotFound)
-        .annotate(scope, "links:write")
-        .annotate(OpenApi.Summary, "Delete a UTM preset (the response shows it as it was)")
-    )
+    HttpApiEndpoint.del("delete", "/utm-presets/:id")
+      .setPath(IdPath)
+      .addSuccess(Envelope(UtmPreset))
+      .addError(E.NotFound)
+      .annotate(scope, "links:write")
+      .annotate(OpenApi.Summary, "Delete a UTM preset (the response shows it as it was)")
+      .middleware(IdempotencyKey)
   )
-  .middleware(Authentication) {}
+  .middlewareEndpoints(Authentication) {}

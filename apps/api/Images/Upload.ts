@@ -1,15 +1,15 @@
 import { createHash } from "node:crypto"
 import type { HttpServerRequest } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Effect, FiberRef, Option } from "effect"
+import { Effect } from "effect"
 import * as Multipasta from "multipasta"
-import { ACCEPTED_CONTENT_TYPES, MAX_IMAGE_BYTES } from "../../domain/ImageFormat.js"
+import { ACCEPTED_CONTENT_TYPES, MAX_IMAGE_BYTES } from "../../../domain/ImageFormat.js"
+import { readBody } from "../middleware/BodyReader.js"
 
 /**
  * Image upload bodies (POST /images): raw image bytes, or multipart/form-data with a `file`
- * part. The pipeline reads and parses them before the idempotency check, so that the
- * fingerprint can be taken from what the request means (not from a multipart boundary),
- * and hands the result to the handler through `UploadRef`.
+ * part. The UploadBody middleware reads and parses them before the idempotency check, so
+ * that the fingerprint can be taken from what the request means (not from a multipart
+ * boundary), and hands the result to the handler as `CurrentUpload`.
  */
 
 /** Form data a multipart body may carry besides the file (DESIGN: "Multipart"). */
@@ -44,97 +44,7 @@ export type UploadRead =
   | { readonly _tag: "Unsupported"; readonly message: string; readonly detail: string }
   | { readonly _tag: "Invalid"; readonly message: string; readonly detail: string }
 
-/** The upload the pipeline read for this request (None on every other route). */
-export const UploadRef = FiberRef.unsafeMake<Option.Option<Upload>>(Option.none())
-
-export const currentUpload = Effect.flatMap(FiberRef.get(UploadRef), (upload) =>
-  Option.match(upload, {
-    onSome: Effect.succeed,
-    // Only reachable if the endpoint were served without the pipeline in front of it.
-    onNone: () => Effect.dieMessage("the upload body was not read by the pipeline")
-  })
-)
-
 const ACCEPTED = ACCEPTED_CONTENT_TYPES.join(", ")
-
-/** Whether the request announces a body (a length above 0, or chunked). */
-export const announcesBody = (request: HttpServerRequest.HttpServerRequest): boolean =>
-  request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? "0") > 0
-
-type Read =
-  | { readonly _tag: "Ok"; readonly bytes: Buffer }
-  | { readonly _tag: "TooLarge" }
-  | { readonly _tag: "Aborted" }
-
-/**
- * Reads at most `limit` bytes. Past it, reading stops at once and the request stays paused:
- * nothing more is read or drained, and the caller answers 413 with `Connection: close`, so
- * node closes the socket once the answer is out.
- */
-const readLimited = (request: HttpServerRequest.HttpServerRequest, limit: number): Effect.Effect<Read> =>
-  Effect.async<Read>((resume) => {
-    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-    if (incoming.readableEnded) return resume(Effect.succeed({ _tag: "Ok", bytes: Buffer.alloc(0) }))
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const stop = () => {
-      incoming.off("data", onData)
-      incoming.off("end", onEnd)
-      incoming.off("error", onAbort)
-      incoming.off("aborted", onAbort)
-    }
-    const finish = (read: Read) => {
-      stop()
-      resume(Effect.succeed(read))
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size <= limit) {
-        chunks.push(chunk)
-        return
-      }
-      chunks.length = 0
-      incoming.pause()
-      finish({ _tag: "TooLarge" })
-    }
-    const onEnd = () => finish({ _tag: "Ok", bytes: Buffer.concat(chunks, size) })
-    const onAbort = () => finish({ _tag: "Aborted" })
-    incoming.on("data", onData)
-    incoming.on("end", onEnd)
-    incoming.on("error", onAbort)
-    incoming.on("aborted", onAbort)
-    return Effect.sync(stop)
-  })
-
-/**
- * How long the connection of a refused upload stays half-closed after the answer: long
- * enough for a client that is still sending to read the 413 before the connection is cut
- * (closing a socket with unread bytes sends a reset, which makes the client's TCP stack
- * discard an answer it has not read yet), without reading any more of the body.
- */
-const LINGER_MS = 2_000
-
-/**
- * For an upload refused before its body was (fully) read: nothing more of the body is read
- * (node would otherwise drain it after the answer), and once the answer is out (the pipeline
- * sends `Connection: close`) the socket is half-closed and destroyed after LINGER_MS.
- */
-export const closeAfterAnswer = (request: HttpServerRequest.HttpServerRequest): void => {
-  const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-  incoming.pause()
-  // node drains a body nobody started to read once the answer is written; one read of what
-  // is already buffered marks it as being consumed, and backpressure stops the socket.
-  if (!incoming.readableEnded) incoming.read(0)
-  const socket = incoming.socket as (typeof incoming.socket & { destroySoon?: () => void }) | null
-  if (socket === null || socket.destroyed) return
-  // What node calls once an answer with Connection: close is written.
-  socket.destroySoon = () => {
-    socket.end()
-    const timer = setTimeout(() => socket.destroy(), LINGER_MS)
-    timer.unref()
-    socket.once("close", () => clearTimeout(timer))
-  }
-}
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
 
@@ -276,7 +186,7 @@ export const readUpload = (request: HttpServerRequest.HttpServerRequest): Effect
     const limit = raw ? MAX_IMAGE_BYTES : MAX_IMAGE_BYTES + MULTIPART_OVERHEAD
     const declared = Number(request.headers["content-length"] ?? "0")
     if (request.headers["transfer-encoding"] === undefined && declared > limit) return tooLarge(true)
-    const read = yield* readLimited(request, limit)
+    const read = yield* readBody(request, limit, "stop")
     if (read._tag === "TooLarge") return tooLarge(true)
     if (read._tag === "Aborted") return invalid("The request body ended early.", "body: the upload was cut off")
     if (!raw) return parseMultipart(contentType, read.bytes)

@@ -1,0 +1,47 @@
+import { HttpApiBuilder, type HttpApp, HttpServerError, HttpServerRequest } from "@effect/platform"
+import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
+import { Effect, FiberRef } from "effect"
+import * as E from "../Errors.js"
+
+const shorten = (path: string) => (path.length > 200 ? `${path.slice(0, 200)}…` : path)
+
+const pathOf = (url: string) => {
+  try {
+    return new URL(url, "http://localhost").pathname
+  } catch {
+    return "/"
+  }
+}
+
+/** `detail` for a schema failure: each field (or `body`) and the rule it broke. */
+const describeIssues = (error: HttpApiDecodeError) =>
+  error.issues.map((i) => `${i.path.length === 0 ? "body" : i.path.map(String).join(".")}: ${i.message}`).join("; ") ||
+  error.message
+
+/**
+ * Failures that leave HttpApi in a shape of its own, answered in the contract's: a request
+ * that fails the endpoint's schemas (HttpApiDecodeError) is 400 invalid_request naming each
+ * field; a path no route takes (or one the router cannot decode) is 404 not_found. Every
+ * other error of the catalogue is answered as HttpApi encodes it, with its headers.
+ */
+const errorEnvelope = (app: HttpApp.Default): HttpApp.Default =>
+  app.pipe(
+    Effect.catchAll((error: unknown) =>
+      Effect.gen(function* () {
+        const requestId = yield* FiberRef.get(E.CurrentRequestId)
+        if (error instanceof HttpApiDecodeError) {
+          return E.respond(E.InvalidRequest, requestId, "The request failed validation.", describeIssues(error))
+        }
+        if (error instanceof HttpServerError.RouteNotFound) {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          return E.respond(E.NotFound, requestId, `No route for ${request.method} ${shorten(pathOf(request.url))}.`)
+        }
+        const def = E.catalogued(error)
+        if (def !== undefined) return E.toResponse(def, error as E.ErrorBody)
+        // Anything else stays a failure: HttpApi encodes it, or RequestId answers it as unexpected.
+        return yield* Effect.fail(error as never)
+      })
+    )
+  )
+
+export const ErrorEnvelopeLive = HttpApiBuilder.middleware(errorEnvelope)
