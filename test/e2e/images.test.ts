@@ -7,6 +7,7 @@ import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { pngBomb } from "../fixtures/images/make.js"
 import { freePort } from "../support/ports.js"
+import { waitFor } from "../support/waitFor.js"
 
 /**
  * Hosted images end to end, as a client and an operator meet them: `apps/all` on the
@@ -47,15 +48,12 @@ const cli = (...args: Array<string>) =>
     }).toString()
   )
 
-const waitFor = async <A>(what: string, probe: () => Promise<A | undefined>, timeoutMs = 90_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${output.slice(-4000)}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
+/** Waiting on the service: generous, and a timeout shows the end of its output. */
+const serviceWait = (what: string) => ({
+  timeoutMs: 90_000,
+  intervalMs: 100,
+  message: () => `${what}\n${output.slice(-4000)}`
+})
 
 beforeAll(async () => {
   ports.api = await freePort()
@@ -65,15 +63,13 @@ beforeAll(async () => {
   proc = spawn(process.execPath, ["--import", "tsx", "apps/all/main.ts"], { cwd: root, env: env() })
   proc.stdout!.on("data", (c) => (output += c))
   proc.stderr!.on("data", (c) => (output += c))
-  await waitFor("the service", async () => {
-    if (proc!.exitCode !== null) throw new Error(`service exited: ${output}`)
-    try {
-      const [a, m] = await Promise.all([fetch(`http://127.0.0.1:${ports.api}/readyz`), fetch(`${media()}/readyz`)])
-      return a.status === 200 && m.status === 200 ? true : undefined
-    } catch {
-      return undefined
-    }
-  })
+  // Until both answer ready (not yet while they refuse connections), or the process has exited.
+  const state = await waitFor(async () => {
+    if (proc!.exitCode !== null) return "exited"
+    const [a, m] = await Promise.all([fetch(`http://127.0.0.1:${ports.api}/readyz`), fetch(`${media()}/readyz`)])
+    return a.status === 200 && m.status === 200 && "ready"
+  }, serviceWait("the service to be ready"))
+  if (state === "exited") throw new Error(`service exited: ${output}`)
 }, 150_000)
 
 afterAll(async () => {
@@ -133,10 +129,13 @@ const multipart = (file: Uint8Array, type: string, fields: Record<string, string
 }
 
 const ready = (key: string, id: string) =>
-  waitFor(`image ${id} to leave processing`, async () => {
-    const r = await request(key, "GET", `/images/${id}`)
-    return r.json?.data?.status === "processing" ? undefined : r.json.data
-  })
+  waitFor(
+    async () => {
+      const r = await request(key, "GET", `/images/${id}`)
+      return r.json?.data?.status === "processing" ? undefined : r.json.data
+    },
+    serviceWait(`image ${id} to leave processing`)
+  )
 
 describe("hosted images through the running service", () => {
   let key = ""
@@ -186,10 +185,10 @@ describe("hosted images through the running service", () => {
   })
 
   it("the configured classifier rates an `auto` image after publication", async () => {
-    const rated = await waitFor("classification", async () => {
+    const rated = await waitFor(async () => {
       const r = await request(key, "GET", `/images/${autoImage.id}`)
       return r.json.data.rating_source === "classifier" ? r.json.data : undefined
-    })
+    }, serviceWait("classification"))
     expect(["general", "sensitive", "nsfw"]).toContain(rated.content_rating)
     const head = await fetch(autoImage.url, { method: "HEAD" })
     expect(head.headers.get("x-service-content-rating")).toBe(rated.content_rating)

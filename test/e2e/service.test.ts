@@ -6,6 +6,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call } from "../support/api.js"
 import { freePort } from "../support/ports.js"
+import { waitFor } from "../support/waitFor.js"
 
 /**
  * The real process, as an operator runs it: `npm start` on the embedded default, the CLI
@@ -31,17 +32,28 @@ const start = async () => {
   proc = spawn(process.execPath, ["--import", "tsx", "apps/all/main.ts"], { cwd: root, env: env() })
   proc.stdout!.on("data", (c) => (output += c))
   proc.stderr!.on("data", (c) => (output += c))
-  const deadline = Date.now() + 90_000
-  while (Date.now() < deadline) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/readyz`)
-      if (res.status === 200) return
-    } catch {}
-    if (proc.exitCode !== null) throw new Error(`service exited: ${output}`)
-    await new Promise((r) => setTimeout(r, 200))
-  }
-  throw new Error(`service did not become ready: ${output}`)
+  const p = proc
+  // Until it answers ready (not yet while it refuses connections), or the process has exited.
+  const state = await waitFor(
+    async () => {
+      if (p.exitCode !== null) return "exited"
+      return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 && "ready"
+    },
+    { timeoutMs: 90_000, intervalMs: 200, message: () => `the service to be ready: ${output}` }
+  )
+  if (state === "exited") throw new Error(`service exited: ${output}`)
 }
+
+/** Whether new connections to the API port are refused (the listener is closed). */
+const refusesConnections = () =>
+  new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, "127.0.0.1")
+    socket.once("connect", () => {
+      socket.destroy()
+      resolve(false)
+    })
+    socket.once("error", () => resolve(true))
+  })
 
 const exited = (p: ChildProcess) =>
   new Promise<number | null>((resolve) =>
@@ -117,7 +129,10 @@ describe("the service as a process (embedded default)", () => {
   it("no log line ever holds the API key, not even when a client puts it in the URL", async () => {
     const leaked = await call(`http://127.0.0.1:${port}/v1/links?api_key=${key}`)
     expect(leaked.status).toBe(401)
-    await new Promise((r) => setTimeout(r, 200))
+    // Its log line is written before the answer, and reaches this process through a pipe.
+    const requestId = leaked.headers.get("x-request-id")
+    expect(requestId).toBeTruthy()
+    await waitFor(() => output.includes(requestId!), { message: `the log line of request ${requestId}` })
     expect(output).toContain('"message":"request"')
     expect(output).not.toContain(key)
     expect(output).not.toContain(key.split("_")[2]!)
@@ -138,19 +153,28 @@ describe("the service as a process (embedded default)", () => {
     const socket = net.connect(port, "127.0.0.1")
     await new Promise((r) => socket.once("connect", r))
     let response = ""
+    let closed = false
     socket.on("data", (c) => (response += c))
+    socket.on("close", () => {
+      closed = true
+    })
+    // Expect: 100-continue makes node:http say when it has the request (headers parsed, handler called).
     socket.write(
       `POST /v1/links HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${fresh}\r\nIdempotency-Key: inflight-0001\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 10)}`
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nExpect: 100-continue\r\n\r\n` +
+        body.slice(0, 10)
     )
-    await new Promise((r) => setTimeout(r, 300))
+    const interim = "HTTP/1.1 100 Continue\r\n\r\n"
+    await waitFor(() => response.startsWith(interim), { message: "the server to take the request (100 Continue)" })
     const done = exited(proc!)
     proc!.kill("SIGTERM")
-    await new Promise((r) => setTimeout(r, 300))
+    // The rest of the body goes once the shutdown has begun: the listener is closed.
+    await waitFor(refusesConnections, { message: "the API to stop accepting connections" })
     socket.write(body.slice(10))
     const code = await done
-    await new Promise((r) => setTimeout(r, 100))
-    expect(response).toMatch(/^HTTP\/1\.1 201/)
+    // The connection ends with the process: everything it answered has arrived.
+    await waitFor(() => closed, { message: "the connection to close" })
+    expect(response.slice(interim.length)).toMatch(/^HTTP\/1\.1 201/)
     expect(code).toBe(0)
     expect(postgresRunning()).toBe(false)
 

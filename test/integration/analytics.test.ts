@@ -19,6 +19,7 @@ import { removeTestChdbDir, testChdbDir, testClickHouseUrl, uniqueDatabase } fro
 import { clicksRecorded } from "../support/clicks.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer, uniqueTopic } from "../support/eventlog.js"
+import { waitFor } from "../support/waitFor.js"
 
 const iso = (s: string) => Date.parse(s) / 1000
 const H0 = iso("2024-05-01T10:00:00Z")
@@ -26,15 +27,6 @@ const H1 = iso("2024-05-01T11:00:00Z")
 const H2 = iso("2024-05-02T09:00:00Z")
 
 const quiet = Logger.minimumLogLevel(LogLevel.Error)
-
-/** Polls until the condition holds; the timeout only bounds a failing test. */
-const waitUntil = async (what: string, condition: () => Promise<boolean>, timeoutMs = 25_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 /** A TCP proxy in front of the ClickHouse server: stopping it makes the server unreachable. */
 const tcpProxy = async (target: URL) => {
@@ -524,8 +516,8 @@ for (const engine of engines) {
               b.partition === killed.partition &&
               b.events.some((e) => e.record.offset === killed.events[0]!.record.offset)
           )
-        await waitUntil("the killed batch to be delivered again", async () => redeliveredKilled())
-        await waitUntil("the projector to catch up", () => caughtUp(rt, topic))
+        await waitFor(redeliveredKilled, { message: "the killed batch to be delivered again" })
+        await waitFor(() => caughtUp(rt, topic), { message: "the projector to catch up" })
         await rt.runPromise(Scope.close(scopeB, Exit.void))
         expect(redeliveredKilled()).toBe(true)
         for (let l = 0; l < 4; l++) {
@@ -573,22 +565,25 @@ for (const engine of engines) {
               )
             )
           )
+        // Paced on purpose (15 ms between publishes): a stream, not one burst.
+        const pace = () => new Promise((r) => setTimeout(r, 15))
         for (let i = 0; i < 100; i += 10) {
           await publish(i, i + 10)
-          await new Promise((r) => setTimeout(r, 15))
+          await pace()
         }
         await store.stop()
         for (let i = 100; i < 200; i += 10) {
           await publish(i, i + 10)
-          await new Promise((r) => setTimeout(r, 15))
+          await pace()
         }
-        await new Promise((r) => setTimeout(r, 300))
+        // The store comes back only once an insert has failed while it was away.
+        await waitFor(() => failures > 0, { message: "an insert to fail while the store is away" })
         await store.start()
         for (let i = 200; i < 300; i += 10) {
           await publish(i, i + 10)
-          await new Promise((r) => setTimeout(r, 15))
+          await pace()
         }
-        await waitUntil("the projector to catch up", () => caughtUp(rt, topic))
+        await waitFor(() => caughtUp(rt, topic), { message: "the projector to catch up" })
         await rt.runPromise(Scope.close(scope, Exit.void))
         expect(failures, "inserts failed while the store was away").toBeGreaterThan(0)
         for (let l = 0; l < 5; l++) {

@@ -1,6 +1,7 @@
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { waitFor } from "../support/waitFor.js"
 
 let t: TestApi
 let a: TestAccount
@@ -62,12 +63,13 @@ describe("when PostgreSQL is unreachable", () => {
 
     await admin.query(`ALTER DATABASE ${dbName} ALLOW_CONNECTIONS true`)
     // The pool reconnects on its own.
-    let readyAgain = 0
-    for (let i = 0; i < 50 && readyAgain !== 200; i++) {
-      readyAgain = (await fetch(`${t.baseUrl}/readyz`)).status
-      if (readyAgain !== 200) await new Promise((r) => setTimeout(r, 100))
-    }
-    expect(readyAgain).toBe(200)
+    await waitFor(
+      async () => {
+        expect((await fetch(`${t.baseUrl}/readyz`)).status).toBe(200)
+        return true
+      },
+      { message: "readiness to come back" }
+    )
     // The failed write left nothing behind and did not use its key up.
     const retry = await call(`${t.api}/links`, {
       method: "POST",

@@ -10,6 +10,7 @@ import {
 } from "../../domain/EventLog.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer, kafkaEventLogLayer, testKafkaBrokers, uniqueTopic } from "../support/eventlog.js"
+import { waitFor } from "../support/waitFor.js"
 
 const Msg = Schema.Struct({ id: Schema.String, n: Schema.Number })
 type Msg = typeof Msg.Type
@@ -21,23 +22,6 @@ const messages = (prefix: string, count: number, keys = 16): Array<OutgoingRecor
   Array.from({ length: count }, (_, i) => msg(`${prefix}-k${i % keys}`, `${prefix}-${i}`, i))
 
 const total = (offsets: ReadonlyArray<PartitionOffset>) => offsets.reduce((s, o) => s + o.offset, 0)
-
-/** Polls until the condition holds; the timeout only bounds a failing test. */
-const waitFor = async (what: string, condition: () => boolean, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
-
-const waitUntil = async (what: string, condition: () => Promise<boolean>, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 type Runtime = ManagedRuntime.ManagedRuntime<EventLog, unknown>
 
@@ -174,12 +158,12 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
       await run(l.publish(topic, messages("a", 100)))
       const member = await start(rt, l.subscribe({ group, topic }, Msg, handler))
       await run(l.publish(topic, messages("b", 100)))
-      await waitFor("200 messages", () => seen.size === 200)
+      await waitFor(() => seen.size === 200, { message: "200 messages" })
       await member.stop()
       // A restarted member of the group goes on after the committed offsets.
       const again = await start(rt, l.subscribe({ group, topic }, Msg, handler))
       await run(l.publish(topic, messages("c", 20)))
-      await waitFor("20 more", () => seen.size === 220)
+      await waitFor(() => seen.size === 220, { message: "20 more" })
       await again.stop()
       expect([...seen.values()].every((n) => n === 1)).toBe(true)
     })
@@ -207,7 +191,7 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
           })
         )
       )
-      await waitFor("all 10 handled", () => done.size === 10)
+      await waitFor(() => done.size === 10, { message: "all 10 handled" })
       await member.stop()
       expect(attempts.length).toBeGreaterThanOrEqual(3)
       // The failed batches came again from the same first message: the offset had not moved.
@@ -221,7 +205,7 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
         l.subscribe({ group, topic }, Msg, (b) => Effect.sync(() => later.push(...b.events.map((e) => e.event.id))))
       )
       await run(l.publish(topic, [msg("one-key", "m10", 10)]))
-      await waitFor("the new message", () => later.includes("m10"))
+      await waitFor(() => later.includes("m10"), { message: "the new message" })
       await next.stop()
       expect(later).toEqual(["m10"])
     })
@@ -258,7 +242,7 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
           Effect.sync(() => redelivered.push(...b.events.map((e) => e.event.id)))
         )
       )
-      await waitFor("the batch again", () => redelivered.length >= 5)
+      await waitFor(() => redelivered.length >= 5, { message: "the batch again" })
       await second.stop()
       expect(redelivered).toEqual(["x0", "x1", "x2", "x3", "x4"])
     })
@@ -282,10 +266,10 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
       const a = await start(rt, member(0))
       const b = await start(rt, member(1))
       await run(l.publish(topic, messages("s", 400, 64)))
-      await waitFor("all 400", () => seenBy[0]!.size + seenBy[1]!.size >= 400)
+      await waitFor(() => seenBy[0]!.size + seenBy[1]!.size >= 400, { message: "all 400" })
       // A last message proves both are idle, not still redelivering.
       await run(l.publish(topic, [msg("s-k0", "sentinel")]))
-      await waitFor("the sentinel", () => seenBy[0]!.has("sentinel") || seenBy[1]!.has("sentinel"))
+      await waitFor(() => seenBy[0]!.has("sentinel") || seenBy[1]!.has("sentinel"), { message: "the sentinel" })
       await a.stop()
       await b.stop()
       expect(seenBy[0]!.size).toBeGreaterThan(0)
@@ -313,12 +297,12 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
         rt,
         l.subscribe({ group, topic }, Msg, (b) => Effect.sync(() => seen.push(...b.events.map((e) => e.event.id))))
       )
-      await waitFor("good-2", () => seen.includes("good-2"))
+      await waitFor(() => seen.includes("good-2"), { message: "good-2" })
       await member.stop()
       expect(seen).toEqual(["good-1", "good-2"])
       const dlq = deadLetterTopic(topic)
       expect(dlq).toBe(`${topic}.dlq`)
-      await waitUntil("2 dead letters", async () => total(await run(l.endOffsets(dlq))) >= 2)
+      await waitFor(async () => total(await run(l.endOffsets(dlq))) >= 2, { message: "2 dead letters" })
       expect(total(await run(l.endOffsets(dlq)))).toBe(2)
       const letters: Array<LogRecord> = []
       await run(
@@ -338,7 +322,7 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
       const handler = (b: Batch<Msg>) => Effect.sync(() => seen.push(...b.events.map((e) => e.event.id)))
       const f1 = await start(rt, l.follow({ topic, startAt: { _tag: "End" } }, Msg, handler))
       await run(l.publish(topic, messages("new", 30)))
-      await waitFor("30 new", () => seen.length >= 30)
+      await waitFor(() => seen.length >= 30, { message: "30 new" })
       await f1.stop()
       expect(seen.sort()).toEqual(
         messages("new", 30)
@@ -349,9 +333,9 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
       await run(l.publish(topic, messages("later", 30)))
       seen.length = 0
       const f2 = await start(rt, l.follow({ topic, startAt: { _tag: "Offsets", offsets: resumeAt } }, Msg, handler))
-      await waitFor("30 later", () => seen.length >= 30)
+      await waitFor(() => seen.length >= 30, { message: "30 later" })
       await run(l.publish(topic, [msg("later-k0", "sentinel")]))
-      await waitFor("the sentinel", () => seen.includes("sentinel"))
+      await waitFor(() => seen.includes("sentinel"), { message: "the sentinel" })
       await f2.stop()
       expect(seen.filter((id) => !id.startsWith("later-")).sort()).toEqual(["sentinel"])
       expect(seen.filter((id) => id.startsWith("later-"))).toHaveLength(30)
@@ -364,7 +348,7 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
       const first = await readAll(topic, { _tag: "Beginning" })
       expect(first.records).toHaveLength(50)
       const after = new Date(Math.floor(Math.max(...first.records.map((r) => r.timestamp))) + 1)
-      while (Date.now() <= after.getTime() + 1) await new Promise((r) => setTimeout(r, 2))
+      await waitFor(() => Date.now() > after.getTime() + 1, { message: "the clock to pass the first 50's timestamps" })
       await run(l.publish(topic, messages("two", 50)))
       const ends = await run(l.endOffsets(topic))
 

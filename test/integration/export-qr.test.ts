@@ -2,7 +2,8 @@ import { inflateSync } from "node:zlib"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
-import { expectEnvelope, expectError, fetchBytes, parseCsv, pngSize, sleep } from "../support/http.js"
+import { expectEnvelope, expectError, fetchBytes, parseCsv, pngSize } from "../support/http.js"
+import { waitFor } from "../support/waitFor.js"
 
 const SHORT_BASE = "http://sho.rt"
 const COLUMNS = [
@@ -49,17 +50,20 @@ describe("GET /links.csv", () => {
   const made: Array<any> = []
   beforeAll(async () => {
     exporter = await t.newAccount()
-    // A few milliseconds apart, so that created_at (shown in milliseconds) orders them.
+    // Each created once the clock has passed the previous one's created_at (shown in
+    // milliseconds), so that created_at orders them.
+    const clockPast = (link: { created_at: string }) =>
+      waitFor(() => Date.now() > Date.parse(link.created_at), { message: `the clock to pass ${link.created_at}` })
     made.push(await create(exporter.key, { url: "https://example.com/plain" }))
-    await sleep(5)
+    await clockPast(made[0])
     made.push(
       await create(exporter.key, { url: "https://example.com/?a=1,2&b=%22quoted%22", custom_slug: "csv-commas" })
     )
-    await sleep(5)
+    await clockPast(made[1])
     made.push(await create(exporter.key, { url: "https://example.com/to-disable" }))
     expectEnvelope(await call(`${t.api}/links/${made[2].id}`, { method: "DELETE", key: exporter.key }), 200)
     made[2] = expectEnvelope(await call(`${t.api}/links/${made[2].id}`, { key: exporter.key }), 200)
-    await sleep(5)
+    await clockPast(made[2])
     // A destination stored before the API required RFC 3986 URIs may hold a double quote.
     await sql(
       `INSERT INTO links (id, account_id, slug, destination_url, status)

@@ -4,6 +4,7 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Idempotency } from "../../infra/Idempotency.js"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { waitFor } from "../support/waitFor.js"
 
 let t: TestApi
 let a: TestAccount
@@ -76,7 +77,9 @@ describe("idempotency record retention (24 hours)", () => {
   it("the purge deletes expired records and keeps the others", async () => {
     const oldKey = idem()
     const newKey = idem()
-    for (const k of [oldKey, newKey]) {
+    // Expired before the store starts: its purge at start-up takes it, which shows that purge is over.
+    const sentinelKey = idem()
+    for (const k of [oldKey, newKey, sentinelKey]) {
       const r = await call(`${t.api}/links`, {
         method: "POST",
         key: a.key,
@@ -85,13 +88,18 @@ describe("idempotency record retention (24 hours)", () => {
       })
       expect(r.status).toBe(201)
     }
+    await age(sentinelKey, 25)
     const runtime = ManagedRuntime.make(
       Idempotency.layer.pipe(Layer.provide(PgClient.layer({ url: Redacted.make(t.databaseUrl) })))
     )
     try {
-      // The store purges once when it starts; age the record after that, then purge by hand.
+      // The store purges once when it starts (in the background); age the record after that
+      // purge is over, then purge by hand.
       await runtime.runPromise(Idempotency)
-      await new Promise((r) => setTimeout(r, 200))
+      await waitFor(
+        async () => (await db.query("SELECT 1 FROM idempotency_records WHERE key = $1", [sentinelKey])).rowCount === 0,
+        { message: "the start-up purge to remove the expired sentinel record" }
+      )
       await age(oldKey, 25)
       const purged = await runtime.runPromise(Effect.flatMap(Idempotency, (i) => i.purgeExpired))
       expect(purged).toBe(1)

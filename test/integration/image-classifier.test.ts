@@ -29,6 +29,7 @@ import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
 import { animatedGif, pngWithAlpha } from "../fixtures/images/make.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer } from "../support/eventlog.js"
+import { waitFor } from "../support/waitFor.js"
 
 const quiet = Logger.minimumLogLevel(LogLevel.Error)
 const ACCOUNT = "acct_classifier"
@@ -70,14 +71,6 @@ const alphaWebp = async () =>
   sharp(await pngWithAlpha())
     .webp()
     .toBuffer()
-
-const waitFor = async (what: string, condition: () => Promise<boolean>, timeoutMs = 60_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
 
 /** The nice value of a running process (field 19 of /proc/<pid>/stat). */
 const niceOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[16])
@@ -174,7 +167,7 @@ describe("nsfwjs classifier (model from the npm package, TensorFlow.js WASM, nic
         Effect.flip(Effect.flatMap(Classifier, (c) => c.classify(bytes)))
       )
       expect(timedOut.message).toMatch(/no answer within/)
-      await waitFor("the stopped child to go", async () => classifierChildren().every((pid) => before.has(pid)), 5_000)
+      await waitFor(() => classifierChildren().every((pid) => before.has(pid)), { message: "the stopped child to go" })
     } finally {
       await guarded.dispose()
     }
@@ -330,7 +323,10 @@ describe("classification worker with nsfwjs (embedded PostgreSQL, embedded log, 
   it("an auto image that is ready becomes rated by the classifier, audited, with image.rated on images.v1", async () => {
     const s = stack!
     const id = await publish(s, await landscapeWebp(), "auto")
-    await waitFor("the classifier to rate the image", async () => (await imageRow(s, id)).rating !== "unrated")
+    await waitFor(async () => (await imageRow(s, id)).rating !== "unrated", {
+      message: "the classifier to rate the image",
+      timeoutMs: 60_000
+    })
     const row = await imageRow(s, id)
     expect(row.status).toBe("ready")
     expect(["general", "sensitive", "nsfw"]).toContain(row.rating)
@@ -359,8 +355,11 @@ describe("classification worker with nsfwjs (embedded PostgreSQL, embedded log, 
     const declared = await publish(s, await plainWebp(), "nsfw")
     const declaredLater = await publish(s, await plainWebp(), "auto", "declare general")
     const marker = await publish(s, await plainWebp(), "auto")
-    await waitFor("the worker to pass the images", async () => (await imageRow(s, marker)).rating !== "unrated")
-    await waitFor("the log to drain", () => drained(s))
+    await waitFor(async () => (await imageRow(s, marker)).rating !== "unrated", {
+      message: "the worker to pass the images",
+      timeoutMs: 60_000
+    })
+    await waitFor(() => drained(s), { message: "the log to drain", timeoutMs: 60_000 })
     expect(await imageRow(s, declared)).toMatchObject({ rating: "nsfw", rating_source: "owner" })
     expect(await imageRow(s, declaredLater)).toMatchObject({ rating: "general", rating_source: "owner" })
     expect(await ratedEvents(s, declared)).toHaveLength(0)
@@ -370,7 +369,7 @@ describe("classification worker with nsfwjs (embedded PostgreSQL, embedded log, 
   it("a deleted image is skipped", async () => {
     const s = stack!
     const deleted = await publish(s, await plainWebp(), "auto", "delete")
-    await waitFor("the log to drain", () => drained(s))
+    await waitFor(() => drained(s), { message: "the log to drain", timeoutMs: 60_000 })
     const row = await imageRow(s, deleted)
     expect(row.deleted_at).not.toBeNull()
     expect(row.rating).toBe("unrated")
@@ -381,12 +380,15 @@ describe("classification worker with nsfwjs (embedded PostgreSQL, embedded log, 
   it("redelivery of the whole topic does not rate twice", async () => {
     const s = stack!
     const id = await publish(s, await plainWebp(), "auto")
-    await waitFor("the classifier to rate the image", async () => (await imageRow(s, id)).rating !== "unrated")
-    await waitFor("the log to drain", () => drained(s))
+    await waitFor(async () => (await imageRow(s, id)).rating !== "unrated", {
+      message: "the classifier to rate the image",
+      timeoutMs: 60_000
+    })
+    await waitFor(() => drained(s), { message: "the log to drain", timeoutMs: 60_000 })
     const before = (await s.db.query("SELECT count(*)::int AS n FROM rating_changes")).rows[0].n
     // As after a crash between the work and the offset commit: every event comes again.
     await s.db.query("UPDATE event_log_offsets SET next_offset = 0 WHERE group_id = 'image-classifier'")
-    await waitFor("the redelivered log to drain", () => drained(s))
+    await waitFor(() => drained(s), { message: "the redelivered log to drain", timeoutMs: 60_000 })
     expect((await s.db.query("SELECT count(*)::int AS n FROM rating_changes")).rows[0].n).toBe(before)
     expect(await ratingChanges(s, id)).toHaveLength(1)
     expect(await ratedEvents(s, id)).toHaveLength(1)
@@ -437,8 +439,11 @@ describe("classification worker with a failing classifier (http adapter against 
     const badId = await publish(s, bad, "auto")
     const good = await landscapeWebp()
     const goodId = await publish(s, good, "auto")
-    await waitFor("the next image to be rated", async () => (await imageRow(s, goodId)).rating !== "unrated")
-    await waitFor("the log to drain", () => drained(s))
+    await waitFor(async () => (await imageRow(s, goodId)).rating !== "unrated", {
+      message: "the next image to be rated",
+      timeoutMs: 60_000
+    })
+    await waitFor(() => drained(s), { message: "the log to drain", timeoutMs: 60_000 })
     expect(await imageRow(s, badId)).toMatchObject({ status: "ready", rating: "unrated", rating_source: null })
     expect(await ratingChanges(s, badId)).toHaveLength(0)
     expect(requests.filter((r) => r.bytes.equals(bad))).toHaveLength(3)
@@ -501,10 +506,15 @@ describe("classification worker with IMAGE_CLASSIFIER=none", () => {
   it("nothing is classified: auto images stay unrated and the worker does not join the group", async () => {
     const s = stack!
     const id = await publish(s, await plainWebp(), "auto")
-    await waitFor("the relay to publish", async () => {
-      const r = await s.db.query("SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL")
-      return r.rows[0].n === 0
-    })
+    await waitFor(
+      async () => {
+        const r = await s.db.query("SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL")
+        return r.rows[0].n === 0
+      },
+      { message: "the relay to publish", timeoutMs: 60_000 }
+    )
+    // Deliberate: nothing may happen now, so there is no event to wait for. A worker that
+    // wrongly consumed images.v1 is given half a second to rate the image or join the group.
     await new Promise((r) => setTimeout(r, 500))
     expect(await imageRow(s, id)).toMatchObject({ status: "ready", rating: "unrated", rating_source: null })
     const members = await s.db.query(

@@ -21,6 +21,7 @@ import {
   widePng,
   zipArchive
 } from "../fixtures/images/make.js"
+import { waitFor } from "../support/waitFor.js"
 
 const MiB = 1024 * 1024
 
@@ -347,10 +348,15 @@ describe("guards", () => {
       const pending = convertError(await bigNoiseJpeg()).finally(() => {
         settled = true
       })
-      while (!settled) {
-        for (const child of converterProcesses()) process.kill(child.pid, "SIGKILL")
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+      // Every converter process that shows up is killed, until the conversion gives up.
+      await waitFor(
+        () => {
+          if (settled) return true
+          for (const child of converterProcesses()) process.kill(child.pid, "SIGKILL")
+          return false
+        },
+        { intervalMs: 100, message: "the conversion to end with its converter killed" }
+      )
       const error = await pending
       expect(error._tag).toBe("CodecUnavailable")
       expect(isTransient(error)).toBe(true)

@@ -29,6 +29,7 @@ import {
 } from "../fixtures/images/make.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer } from "../support/eventlog.js"
+import { waitFor } from "../support/waitFor.js"
 
 const quiet = Logger.minimumLogLevel(LogLevel.Error)
 
@@ -40,17 +41,21 @@ let root: string
 const failPuts = new Map<string, number>()
 /** Every conversion's tier, in call order. */
 const tiers: Array<string> = []
+/** Conversions running now (started, not yet ended or interrupted). */
+let converting = 0
 
-/** The real sharp codec, recording the tier each conversion asked for. */
+/** The real sharp codec, recording the tier each conversion asked for and how many run. */
 const recordingCodec = Layer.effect(
   Codec,
   Effect.map(Codec, (real) =>
     Codec.of({
       ...real,
-      convert: (bytes, options) => {
-        tiers.push(options?.tier ?? "normal")
-        return real.convert(bytes, options)
-      }
+      convert: (bytes, options) =>
+        Effect.suspend(() => {
+          tiers.push(options?.tier ?? "normal")
+          converting++
+          return real.convert(bytes, options).pipe(Effect.ensuring(Effect.sync(() => converting--)))
+        })
     })
   )
 ).pipe(Layer.provide(codecLayer({ concurrency: 1 })))
@@ -88,14 +93,6 @@ const startWorker = async (options: Partial<ImageConverterOptions>) => {
   )
   await rt.runtime()
   return rt as ManagedRuntime.ManagedRuntime<Env, unknown>
-}
-
-const waitFor = async (what: string, condition: () => Promise<boolean>, timeoutMs = 25_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }
 
 const newAccount = async () => {
@@ -140,7 +137,7 @@ const settled = (id: string) => async () => (await imageRow(id)).status !== "pro
  * no file under sources/ is left that no row names.
  */
 const expectSourceGone = async (id: string) => {
-  await waitFor(`the source of ${id} to be removed`, async () => (await imageRow(id)).source_key === null)
+  await waitFor(async () => (await imageRow(id)).source_key === null, { message: `the source of ${id} to be removed` })
   const named = new Set(
     (await db.query("SELECT source_key FROM images WHERE source_key IS NOT NULL")).rows.map((r) => r.source_key)
   )
@@ -250,7 +247,7 @@ describe("conversion of a new job (sweep off)", () => {
         return { ...input, accountId, id }
       })
     )
-    for (const u of uploads) await waitFor(`image ${u.id}`, settled(u.id))
+    for (const u of uploads) await waitFor(settled(u.id), { message: `image ${u.id}` })
     for (const u of uploads) {
       await expectPublishedWebp(u.id, u.accountId, u.size)
       expect(await eventsOf(u.id)).toEqual(["image.uploaded", "image.converted"])
@@ -270,7 +267,7 @@ describe("conversion worker", () => {
   it("the conversion output wins over the upload's prediction: a PNG predicted as GIF is published as WebP", async () => {
     const accountId = await newAccount()
     const id = await upload(rt, accountId, await pngWithAlpha(), { predicted: "image/gif" })
-    await waitFor("ready", settled(id))
+    await waitFor(settled(id), { message: "ready" })
     await expectPublishedWebp(id, accountId, { width: 64, height: 64 })
   })
 
@@ -294,7 +291,7 @@ describe("conversion worker", () => {
         return { name, ...h, accountId, id: await upload(rt, accountId, h.bytes) }
       })
     )
-    for (const u of uploads) await waitFor(`${u.name} to settle`, settled(u.id))
+    for (const u of uploads) await waitFor(settled(u.id), { message: `${u.name} to settle` })
     for (const u of uploads) {
       const row = await imageRow(u.id)
       if (u.reason === undefined) {
@@ -313,7 +310,7 @@ describe("conversion worker", () => {
     // Still serving.
     const accountId = await newAccount()
     const next = await upload(rt, accountId, await jpeg(50, 40))
-    await waitFor("the next image", settled(next))
+    await waitFor(settled(next), { message: "the next image" })
     await expectPublishedWebp(next, accountId, { width: 50, height: 40 })
   })
 
@@ -327,9 +324,12 @@ describe("conversion worker", () => {
           Effect.tap((job) => (Option.isNone(job) ? Effect.die("the crashed worker's claim failed") : Effect.void))
         )
     })
-    await new Promise((r) => setTimeout(r, 700))
+    // Deliberate: the takeover must NOT come before the lease expires, so the sweep (every
+    // 150 ms) is given until 700 ms from the claim's start, well inside the 1.5 s lease, to
+    // wrongly take the job over.
+    await new Promise((r) => setTimeout(r, Math.max(0, committed + 700 - Date.now())))
     expect((await imageRow(id)).status).toBe("processing")
-    await waitFor("the takeover", settled(id))
+    await waitFor(settled(id), { message: "the takeover" })
     expect(Date.now() - committed).toBeGreaterThanOrEqual(leaseMs)
     await expectPublishedWebp(id, accountId, { width: 64, height: 64 })
   })
@@ -344,7 +344,7 @@ describe("conversion worker", () => {
           failPuts.set(imageId, 1)
         })
     })
-    await waitFor("ready after a retry", settled(id))
+    await waitFor(settled(id), { message: "ready after a retry" })
     await expectPublishedWebp(id, accountId, { width: 80, height: 60 })
     expect(tiers.slice(from)).toEqual(["normal", "fast"])
     expect(await eventsOf(id)).toEqual(["image.uploaded", "image.conversion_retry", "image.converted"])
@@ -358,7 +358,7 @@ describe("conversion worker", () => {
           failPuts.set(imageId, 1_000)
         })
     })
-    await waitFor("failure", settled(id))
+    await waitFor(settled(id), { message: "failure" })
     const row = await imageRow(id)
     expect(row.status).toBe("failed")
     expect(row.failure).toMatch(/failed temporarily 3 times; last error: the image store was unavailable/)
@@ -384,7 +384,7 @@ describe("conversion worker", () => {
               WHERE image_id = ${imageId}`
         )
     })
-    await waitFor("the purge", settled(id))
+    await waitFor(settled(id), { message: "the purge" })
     const row = await imageRow(id)
     expect([row.status, row.failure]).toEqual(["failed", EXPIRED_REASON])
     expect(row.failure).toMatch(/kept 24 h and has been purged/)
@@ -395,7 +395,7 @@ describe("conversion worker", () => {
   it("a deleted image's blob is removed by the sweep", async () => {
     const accountId = await newAccount()
     const id = await upload(rt, accountId, await pngWithAlpha())
-    await waitFor("ready", settled(id))
+    await waitFor(settled(id), { message: "ready" })
     expect(blobFiles(id)).toEqual([`${id}.webp`])
     await rt.runPromise(
       Effect.gen(function* () {
@@ -407,7 +407,9 @@ describe("conversion worker", () => {
       })
     )
     expect(await storageOf(accountId)).toBe(0)
-    await waitFor("the blob to go", async () => blobFiles(id).length === 0 && (await imageRow(id)).blob_key === null)
+    await waitFor(async () => blobFiles(id).length === 0 && (await imageRow(id)).blob_key === null, {
+      message: "the blob to go"
+    })
   })
 
   it("the lease is renewed while a long conversion runs: it never lapses and the image converts once", async () => {
@@ -416,21 +418,28 @@ describe("conversion worker", () => {
     const from = tiers.length
     const id = await upload(rt, accountId, await jpeg(3500, 3500))
     const leases = new Set<string>()
+    const lapsed: Array<string> = []
     let firstSeen: number | undefined
-    while ((await imageRow(id)).status === "processing") {
-      const lease = (
-        await db.query(
-          "SELECT lease_until, lease_until > clock_timestamp() AS held FROM image_jobs WHERE image_id = $1",
-          [id]
-        )
-      ).rows[0]
-      if (lease?.lease_until) {
-        firstSeen ??= Date.now()
-        expect(lease.held).toBe(true)
-        leases.add(String(lease.lease_until))
-      }
-      await new Promise((r) => setTimeout(r, 50))
-    }
+    // The lease is sampled every 50 ms until the conversion ends.
+    await waitFor(
+      async () => {
+        if ((await imageRow(id)).status !== "processing") return true
+        const lease = (
+          await db.query(
+            "SELECT lease_until, lease_until > clock_timestamp() AS held FROM image_jobs WHERE image_id = $1",
+            [id]
+          )
+        ).rows[0]
+        if (lease?.lease_until) {
+          firstSeen ??= Date.now()
+          if (!lease.held) lapsed.push(String(lease.lease_until))
+          leases.add(String(lease.lease_until))
+        }
+        return false
+      },
+      { message: "the long conversion to end" }
+    )
+    expect(lapsed, "leases seen lapsed while the conversion ran").toEqual([])
     expect(Date.now() - firstSeen!).toBeGreaterThan(1_000)
     expect(leases.size).toBeGreaterThanOrEqual(3)
     expect(tiers.slice(from)).toEqual(["normal"])
@@ -440,9 +449,12 @@ describe("conversion worker", () => {
   it("an image deleted while it converts leaves no blob behind and its reservation is freed", async () => {
     const accountId = await newAccount()
     const id = await upload(rt, accountId, await jpeg(2500, 2500))
-    await waitFor("the claim", async () =>
-      Boolean((await db.query("SELECT lease_owner FROM image_jobs WHERE image_id = $1", [id])).rows[0]?.lease_owner)
+    await waitFor(
+      async () =>
+        Boolean((await db.query("SELECT lease_owner FROM image_jobs WHERE image_id = $1", [id])).rows[0]?.lease_owner),
+      { message: "the claim" }
     )
+    await waitFor(() => converting > 0, { message: "the conversion to start" })
     await rt.runPromise(
       Effect.gen(function* () {
         const sql = yield* PgClient.PgClient
@@ -452,8 +464,12 @@ describe("conversion worker", () => {
         )
       })
     )
-    // Long enough for the renewal to notice, or the conversion to end and find the image gone.
-    await new Promise((r) => setTimeout(r, 3_000))
+    // The renewal notices the deletion and stops the conversion (or the conversion ends and
+    // finds the image gone).
+    await waitFor(() => converting === 0, { message: "the conversion to stop" })
+    // Deliberate: nothing may be stored now, so there is no event to wait for. A worker that
+    // wrongly went on would put its output within half a second.
+    await new Promise((r) => setTimeout(r, 500))
     const row = await imageRow(id)
     expect([row.status, row.blob_key, blobFiles(id), await jobCount(id), await storageOf(accountId)]).toEqual([
       "processing",

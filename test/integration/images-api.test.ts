@@ -10,6 +10,7 @@ import { MAX_IMAGE_BYTES } from "../../domain/ImageFormat.js"
 import { animatedGif, jpeg, svg, tiff } from "../fixtures/images/make.js"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError, type Reply, rawRequest, wire } from "../support/http.js"
+import { waitFor } from "../support/waitFor.js"
 
 /** The test API's {base_url} and {image_host} (AppConfig defaults). */
 const API_BASE = "http://localhost:8080/v1"
@@ -75,7 +76,7 @@ const sourceHandler = (req: http.IncomingMessage, res: http.ServerResponse) => {
       res.writeHead(302, { location: "/img.png" })
       return res.end()
     case "/slow.png": {
-      // A slow source: the image after 1.5 s; counts the fetches it serves at once.
+      // A slow source on purpose: the image after 1.5 s; counts the fetches it serves at once.
       slowMax = Math.max(slowMax, ++slowInFlight)
       res.on("close", () => slowInFlight--)
       const timer = setTimeout(() => {
@@ -389,19 +390,17 @@ describe("POST /images: size limit (413 without reading the rest)", () => {
     const chunk = Buffer.alloc(256 * 1024, 0x61)
     const frame = Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from("\r\n")])
     let sent = 0
-    const deadline = Date.now() + 20_000
-    while (sent < total && !response.includes("\r\n\r\n") && !closed && Date.now() < deadline) {
+    const answered = () => response.includes("\r\n\r\n") || closed
+    while (sent < total && !answered()) {
       const ok = socket.write(frame)
       sent += chunk.length
       if (!ok) {
-        // The server stopped reading: wait a little for its answer or for the buffer to drain.
-        await new Promise((resolve) => {
-          const timer = setTimeout(resolve, 200)
-          socket.once("drain", () => {
-            clearTimeout(timer)
-            resolve(undefined)
-          })
+        // The server stopped reading: wait for its answer or for the buffer to drain.
+        let drained = false
+        socket.once("drain", () => {
+          drained = true
         })
+        await waitFor(() => drained || answered(), { message: "the server to answer or to read on" })
       }
     }
     expect(response).toMatch(/^HTTP\/1\.1 413 /)
@@ -409,7 +408,7 @@ describe("POST /images: size limit (413 without reading the rest)", () => {
     expect(response).toContain("payload_too_large")
     // It answered long before the 64 MiB were sent: nothing was drained.
     expect(sent).toBeLessThan(total / 2)
-    for (let i = 0; i < 50 && !closed; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+    await waitFor(() => closed, { message: "the server to close the connection" })
     expect(closed).toBe(true)
     socket.destroy()
   })
@@ -808,7 +807,7 @@ describe("POST /images/url", () => {
   it("slow sources cannot hold every database connection: 30 imports at once all succeed while other requests are served", async () => {
     slowMax = 0
     const imports = Promise.all(Array.from({ length: 30 }, () => importUrl(`${src}/slow.png`)))
-    await new Promise((r) => setTimeout(r, 300))
+    await waitFor(() => slowInFlight >= 8, { message: "8 imports to be fetching from the slow source at once" })
     // The pool has 20 connections; imports run at most 8 at a time, so reads and writes go on.
     expectEnvelope(await get("/images?limit=1"), 200)
     expectEnvelope(await uploadRaw(png, "image/png"), 202)

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
-import { expectEnvelope, expectError, rawRequest, sleep, wire } from "../support/http.js"
+import { expectEnvelope, expectError, rawRequest, wire } from "../support/http.js"
+import { waitFor } from "../support/waitFor.js"
 
 const SHORT_BASE = "http://sho.rt"
 
@@ -410,7 +411,8 @@ describe("GET /links/{id}", () => {
 describe("PATCH /links/{id}", () => {
   it("changes the destination and nothing else, and GET shows it", async () => {
     const link = await create(acct.key, { url: "https://example.com/before" })
-    await sleep(5)
+    // Changed once the clock has passed updated_at (shown in milliseconds), so that it moves.
+    await waitFor(() => Date.now() > Date.parse(link.updated_at), { message: "the clock to pass updated_at" })
     const r = await call(`${t.api}/links/${link.id}`, {
       method: "PATCH",
       key: acct.key,
@@ -740,7 +742,10 @@ describe("GET /links: search and filters", () => {
   it("created_after and created_before bound the creation time", async () => {
     const d = await t.newAccount()
     const first = await create(d.key, { url: "https://example.com/early" })
-    await sleep(30)
+    // At least 30 ms apart, so that the time halfway is neither link's at the precision shown.
+    await waitFor(() => Date.now() > Date.parse(first.created_at) + 30, {
+      message: "the clock to pass the first link's created_at by 30 ms"
+    })
     const second = await create(d.key, { url: "https://example.com/late" })
     const mid = new Date((Date.parse(first.created_at) + Date.parse(second.created_at)) / 2).toISOString()
     expect((await listAll(d.key, `created_after=${mid}`)).map((l) => l.id)).toEqual([second.id])

@@ -7,6 +7,7 @@ import { Outbox } from "../../infra/Outbox.js"
 import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer, uniqueTopic } from "../support/eventlog.js"
+import { waitFor } from "../support/waitFor.js"
 
 const Event = Schema.Struct({
   id: Schema.String,
@@ -15,14 +16,6 @@ const Event = Schema.Struct({
   data: Schema.Struct({ key: Schema.String, n: Schema.Number })
 })
 type Event = typeof Event.Type
-
-const waitFor = async (what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
 
 let databaseUrl: string
 let db: pg.Client
@@ -88,8 +81,8 @@ describe("outbox relay (embedded log)", () => {
     const relay = await startRelay()
     const f = await follow(topic)
     for (let n = 0; n < 60; n++) await append(topic, `link_${n % 5}`, n)
-    await waitFor("60 events", () => f.seen.length >= 60)
-    await waitFor("all marked published", async () => (await unpublished(topic)) === 0)
+    await waitFor(() => f.seen.length >= 60, { message: "60 events" })
+    await waitFor(async () => (await unpublished(topic)) === 0, { message: "all marked published" })
     await f.stop()
     await relay.stop()
     expect(f.seen).toHaveLength(60)
@@ -127,15 +120,15 @@ describe("outbox relay (embedded log)", () => {
     )
     const relay = await startRelay(flaky)
     for (let n = 0; n < 10; n++) await append(topic, "link_a", n)
-    await waitFor("a failed attempt", () => attempts >= 2)
+    await waitFor(() => attempts >= 2, { message: "a failed attempt" })
     expect(await unpublished(topic)).toBe(10)
     expect(
       (await base.runPromise(Effect.flatMap(EventLog, (l) => l.endOffsets(topic)))).every((o) => o.offset === 0)
     ).toBe(true)
     failing = false
     const f = await follow(topic)
-    await waitFor("10 events", () => f.seen.length >= 10)
-    await waitFor("all marked published", async () => (await unpublished(topic)) === 0)
+    await waitFor(() => f.seen.length >= 10, { message: "10 events" })
+    await waitFor(async () => (await unpublished(topic)) === 0, { message: "all marked published" })
     await f.stop()
     await relay.stop()
     expect(f.seen.map((s) => s.event.data.n)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
@@ -152,8 +145,8 @@ describe("outbox relay (embedded log)", () => {
         for (let n = 0; n < 40; n++) await append(topic, `link_w${w}`, n)
       })
     )
-    await waitFor("160 events", () => f.seen.length >= 160)
-    await waitFor("all marked published", async () => (await unpublished(topic)) === 0)
+    await waitFor(() => f.seen.length >= 160, { message: "160 events" })
+    await waitFor(async () => (await unpublished(topic)) === 0, { message: "all marked published" })
     await f.stop()
     await a.stop()
     await b.stop()
@@ -177,7 +170,7 @@ describe("outbox relay (embedded log)", () => {
     for (let n = 0; n < 10; n++) {
       const t0 = performance.now()
       await append(topic, "link_latency", n)
-      await waitFor(`event ${n}`, () => f.seen.length > n)
+      await waitFor(() => f.seen.length > n, { message: `event ${n}` })
       latencies.push(f.seen[n]!.at - t0)
     }
     await f.stop()
@@ -199,9 +192,10 @@ describe("outbox relay (embedded log)", () => {
     )
     const relay = await startRelay()
     await waitFor(
-      "the purge",
       async () =>
-        (await db.query("SELECT count(*) AS n FROM outbox WHERE topic = $1 AND key = 'old'", [topic])).rows[0].n === "0"
+        (await db.query("SELECT count(*) AS n FROM outbox WHERE topic = $1 AND key = 'old'", [topic])).rows[0].n ===
+        "0",
+      { message: "the purge" }
     )
     await relay.stop()
     const left = (await db.query("SELECT key FROM outbox WHERE topic = $1", [topic])).rows.map((r) => r.key)

@@ -30,7 +30,7 @@ import { AppConfig } from "../../infra/AppConfig.js"
 import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { embeddedEventLogLayer, kafkaEventLogLayer, testDatabaseLayer, testKafkaBrokers } from "../support/eventlog.js"
-import { sleep } from "../support/http.js"
+import { waitFor, waitForEffect } from "../support/waitFor.js"
 
 const CHROME =
   "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
@@ -116,20 +116,6 @@ const hit = async (url: string, init: { method?: string; headers?: Record<string
   return { status: res.status, headers: res.headers, body }
 }
 
-/** Polls until `check` stops throwing; returns how long it took (ms). */
-const eventually = async (check: () => Promise<void>, timeoutMs = 10_000) => {
-  const started = Date.now()
-  for (;;) {
-    try {
-      await check()
-      return Date.now() - started
-    } catch (error) {
-      if (Date.now() - started > timeoutMs) throw error
-      await sleep(25)
-    }
-  }
-}
-
 /**
  * Every click of a link in clicks.v1, read back from the log with the catalogue's schema:
  * each click with its event and the raw record beside it.
@@ -175,7 +161,10 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
 
   it("a new link answers 302 with its destination and Cache-Control: private, no-store, and an empty body", async () => {
     const link = await createLink(env(), "https://example.com/landing?x=1")
-    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302))
+    await waitFor(async () => {
+      expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302)
+      return true
+    })
     const res = await hit(`${r.base}/${link.slug}?ignored=1`)
     expect(res.status).toBe(302)
     expect(res.headers.get("location")).toBe("https://example.com/landing?x=1")
@@ -191,16 +180,20 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
       body: { utm: { utm_source: "news", utm_medium: "email" } }
     })
     expect(patched.status, patched.text).toBe(200)
-    await eventually(async () =>
+    await waitFor(async () => {
       expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe(
         "https://example.com/p?utm_source=own&utm_medium=email#frag"
       )
-    )
+      return true
+    })
   })
 
   it("a changed destination is live on the short host, well within the budget of 1 s", async () => {
     const link = await createLink(env(), "https://example.com/before")
-    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302))
+    await waitFor(async () => {
+      expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302)
+      return true
+    })
     const patched = await call(`${env().api.api}/links/${link.id}`, {
       method: "PATCH",
       key: env().account.key,
@@ -208,26 +201,31 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     })
     expect(patched.status, patched.text).toBe(200)
     // Polled with slack: a loaded machine must not fail this; the latency is reported.
-    latencies.push(
-      await eventually(async () =>
-        expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe("https://example.com/after")
-      )
-    )
+    const started = Date.now()
+    await waitFor(async () => {
+      expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe("https://example.com/after")
+      return true
+    })
+    latencies.push(Date.now() - started)
   })
 
   it("a deleted (disabled) link answers the 404 page", async () => {
     const link = await createLink(env(), "https://example.com/doomed")
-    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302))
+    await waitFor(async () => {
+      expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302)
+      return true
+    })
     const deleted = await call(`${env().api.api}/links/${link.id}`, { method: "DELETE", key: env().account.key })
     expect(deleted.status, deleted.text).toBe(200)
-    latencies.push(
-      await eventually(async () => {
-        const res = await hit(`${r.base}/${link.slug}`)
-        expect(res.status).toBe(404)
-        expect(res.headers.get("content-type")).toMatch(/^text\/html/)
-        expect(res.headers.get("location")).toBeNull()
-      })
-    )
+    const started = Date.now()
+    await waitFor(async () => {
+      const res = await hit(`${r.base}/${link.slug}`)
+      expect(res.status).toBe(404)
+      expect(res.headers.get("content-type")).toMatch(/^text\/html/)
+      expect(res.headers.get("location")).toBeNull()
+      return true
+    })
+    latencies.push(Date.now() - started)
   })
 
   it("an expired link answers 404 from its expiry on, without any new event", async () => {
@@ -239,8 +237,12 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
       body: { expires_at: expiresAt.toISOString() }
     })
     expect(patched.status, patched.text).toBe(200)
-    await eventually(async () => expect(r.info.table.byPath.get(`/${link.slug}`)?.expiresAt).toBe(expiresAt.getTime()))
-    await sleep(Math.max(0, expiresAt.getTime() - Date.now() + 50))
+    await waitFor(async () => {
+      expect(r.info.table.byPath.get(`/${link.slug}`)?.expiresAt).toBe(expiresAt.getTime())
+      return true
+    })
+    // No event comes at the expiry: wait for the clock to pass it.
+    await waitFor(() => Date.now() > expiresAt.getTime() + 50, { message: "the clock to pass the expiry" })
     expect((await hit(`${r.base}/${link.slug}`)).status).toBe(404)
     expect((await hit(`${r.base}/${link.slug}`, { method: "HEAD" })).status).toBe(404)
   })
@@ -256,7 +258,10 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
 
   it("other methods than GET and HEAD answer 405 and redirect nowhere", async () => {
     const link = await createLink(env(), "https://example.com/post")
-    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302))
+    await waitFor(async () => {
+      expect((await hit(`${r.base}/${link.slug}`)).status).toBe(302)
+      return true
+    })
     const res = await hit(`${r.base}/${link.slug}`, { method: "POST" })
     expect(res.status).toBe(405)
     expect(res.headers.get("allow")).toBe("GET, HEAD")
@@ -265,16 +270,20 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
 
   it("a GET is a click: in a clicks.recorded event of its link, with the privacy fields only, no address and no user agent", async () => {
     const link = await createLink(env(), "https://example.com/clicked")
-    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await waitFor(async () => {
+      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      return true
+    })
     const before = Date.now()
     const res = await hit(`${r.base}/${link.slug}`, {
       headers: { "user-agent": CHROME, referer: "https://News.Example.org/story?id=7", "cf-ipcountry": "de" }
     })
     expect(res.status).toBe(302)
     let clicks: Awaited<ReturnType<typeof clicksOf>> = []
-    await eventually(async () => {
+    await waitFor(async () => {
       clicks = await clicksOf(env(), link.id)
       expect(clicks.length).toBe(1)
+      return true
     })
     const { click, event, record } = clicks[0]!
     expect(record.key).toBe(link.id)
@@ -313,14 +322,18 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
 
   it("the same visitor gets the same visitor hash on the same day; another user agent another", async () => {
     const link = await createLink(env(), "https://example.com/twice")
-    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await waitFor(async () => {
+      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      return true
+    })
     await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
     await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
     await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": `${CHROME} Other/1.0` } })
     let clicks: Awaited<ReturnType<typeof clicksOf>> = []
-    await eventually(async () => {
+    await waitFor(async () => {
       clicks = await clicksOf(env(), link.id)
       expect(clicks.length).toBe(3)
+      return true
     })
     const visitors = clicks.map((c) => c.click.visitor)
     expect(visitors[0]).toBe(visitors[1])
@@ -329,23 +342,28 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
 
   it("a link-preview fetcher's GET is a click with bot: true", async () => {
     const link = await createLink(env(), "https://example.com/previewed")
-    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await waitFor(async () => {
+      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      return true
+    })
     expect((await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": SLACKBOT } })).status).toBe(302)
-    await eventually(async () => {
+    await waitFor(async () => {
       const clicks = await clicksOf(env(), link.id)
       expect(clicks.length).toBe(1)
       expect(clicks[0]!.click.bot).toBe(true)
       expect(clicks[0]!.click.country).toBeNull()
       expect(clicks[0]!.click.referrer_host).toBeNull()
+      return true
     })
   })
 
   it("HEAD redirects without a body and is not a click", async () => {
     const headed = await createLink(env(), "https://example.com/headed")
     const marker = await createLink(env(), "https://example.com/marker")
-    await eventually(async () => {
+    await waitFor(async () => {
       expect(r.info.table.byPath.has(`/${headed.slug}`)).toBe(true)
       expect(r.info.table.byPath.has(`/${marker.slug}`)).toBe(true)
+      return true
     })
     const res = await hit(`${r.base}/${headed.slug}`, { method: "HEAD", headers: { "user-agent": CHROME } })
     expect(res.status).toBe(302)
@@ -355,13 +373,19 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     // Clicks are published in order: once the later GET's click is in the log, a click
     // of the HEAD would be too.
     await hit(`${r.base}/${marker.slug}`, { headers: { "user-agent": CHROME } })
-    await eventually(async () => expect((await clicksOf(env(), marker.id)).length).toBe(1))
+    await waitFor(async () => {
+      expect((await clicksOf(env(), marker.id)).length).toBe(1)
+      return true
+    })
     expect(await clicksOf(env(), headed.id)).toEqual([])
   })
 
   it("HEAD and GET share one keep-alive connection without a stray body between them", async () => {
     const link = await createLink(env(), "https://example.com/keepalive")
-    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await waitFor(async () => {
+      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      return true
+    })
     const { port } = new URL(r.base)
     const net = await import("node:net")
     const text = await new Promise<string>((resolve, reject) => {
@@ -384,7 +408,10 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
 
   it("clicks still buffered when the redirector closes are published before it is gone", async () => {
     const link = await createLink(env(), "https://example.com/last-click")
-    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await waitFor(async () => {
+      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      return true
+    })
     expect((await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })).status).toBe(302)
     await r.close()
     expect((await clicksOf(env(), link.id)).length).toBe(1)
@@ -401,7 +428,10 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
       body: { url: "https://example.com/new" }
     })
     await call(`${env().api.api}/links/${gone.id}`, { method: "DELETE", key: env().account.key })
-    await eventually(async () => expect(r.info.table.byPath.has(`/${gone.slug}`)).toBe(false))
+    await waitFor(async () => {
+      expect(r.info.table.byPath.has(`/${gone.slug}`)).toBe(false)
+      return true
+    })
     const activeBefore = r.info.table.size
     const oldBase = r.base
     await r.close()
@@ -448,18 +478,20 @@ describe("visitor secrets (shared through PostgreSQL, rotated daily)", () => {
     const [one, two] = await Promise.all([startRedirector(env(), "uws"), startRedirector(env(), "node")])
     try {
       const link = await createLink(env(), "https://example.com/secret")
-      await eventually(async () => {
+      await waitFor(async () => {
         expect(one.info.table.byPath.has(`/${link.slug}`)).toBe(true)
         expect(two.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+        return true
       })
       await Promise.all([
         hit(`${one.base}/${link.slug}`, { headers: { "user-agent": CHROME } }),
         hit(`${two.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
       ])
       let clicks: Awaited<ReturnType<typeof clicksOf>> = []
-      await eventually(async () => {
+      await waitFor(async () => {
         clicks = await clicksOf(env(), link.id)
         expect(clicks.length).toBe(2)
+        return true
       })
       const rows = await query<{ day: string; secret: Buffer }>(
         "SELECT to_char(day, 'YYYY-MM-DD') AS day, secret FROM visitor_secrets ORDER BY day"
@@ -512,11 +544,21 @@ describe("click capture when the event log fails", () => {
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 10 })
           for (let i = 0; i < 3; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
-          yield* Effect.promise(() => eventually(async () => expect(log.attempts()).toBeGreaterThanOrEqual(2)))
+          yield* waitForEffect(
+            Effect.sync(() => {
+              expect(log.attempts()).toBeGreaterThanOrEqual(2)
+              return true
+            })
+          )
           expect(log.published).toEqual([])
           expect(buffer.count + buffer.waiting).toBe(3)
           down = false
-          yield* Effect.promise(() => eventually(async () => expect(clicksIn(log.published)).toBe(3)))
+          yield* waitForEffect(
+            Effect.sync(() => {
+              expect(clicksIn(log.published)).toBe(3)
+              return true
+            })
+          )
           expect(buffer.count + buffer.waiting).toBe(0)
         })
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
@@ -537,7 +579,12 @@ describe("click capture when the event log fails", () => {
             buffer.record(entry, t0 + i, "192.0.2.1", CHROME, "", "")
             if (i < 2) buffer.record(other, t0 + i, "192.0.2.2", SLACKBOT, "https://a.example/x", "fr")
           }
-          yield* Effect.promise(() => eventually(async () => expect(clicksIn(log.published)).toBe(7)))
+          yield* waitForEffect(
+            Effect.sync(() => {
+              expect(clicksIn(log.published)).toBe(7)
+              return true
+            })
+          )
         })
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
     )
@@ -573,7 +620,12 @@ describe("click capture when the event log fails", () => {
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(flakySecrets as never, { intervalMs: 10 })
           for (let i = 0; i < 4; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
-          yield* Effect.promise(() => eventually(async () => expect(clicksIn(log.published)).toBe(4)))
+          yield* waitForEffect(
+            Effect.sync(() => {
+              expect(clicksIn(log.published)).toBe(4)
+              return true
+            })
+          )
           expect(secretFailures).toBeGreaterThanOrEqual(3)
           expect(buffer.count + buffer.waiting).toBe(0)
         })
@@ -636,7 +688,12 @@ describe("click capture when the event log fails", () => {
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { maxBuffered: 5, intervalMs: 10, drainMs: 100 })
           for (let i = 0; i < 12; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
-          yield* Effect.promise(() => eventually(async () => expect(log.attempts()).toBeGreaterThanOrEqual(1)))
+          yield* waitForEffect(
+            Effect.sync(() => {
+              expect(log.attempts()).toBeGreaterThanOrEqual(1)
+              return true
+            })
+          )
           for (let i = 0; i < 3; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
           expect(buffer.count + buffer.waiting).toBe(5)
           expect(buffer.dropped).toBe(10)
@@ -664,40 +721,52 @@ describe.skipIf(brokers === undefined)("redirector over Kafka (needs TEST_KAFKA_
   it("links.v1 from Kafka keeps the slug table current: new, changed and disabled links", async () => {
     const env = kafka()
     const link = await createLink(env, "https://example.com/k-before")
-    await eventually(async () =>
+    await waitFor(async () => {
       expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe("https://example.com/k-before")
-    )
+      return true
+    })
     await call(`${env.api.api}/links/${link.id}`, {
       method: "PATCH",
       key: env.account.key,
       body: { url: "https://example.com/k-after" }
     })
-    await eventually(async () =>
+    await waitFor(async () => {
       expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe("https://example.com/k-after")
-    )
+      return true
+    })
     await call(`${env.api.api}/links/${link.id}`, { method: "DELETE", key: env.account.key })
-    await eventually(async () => expect((await hit(`${r.base}/${link.slug}`)).status).toBe(404))
+    await waitFor(async () => {
+      expect((await hit(`${r.base}/${link.slug}`)).status).toBe(404)
+      return true
+    })
   })
 
   it("a GET becomes a clicks.v1 message on Kafka, keyed by link id, without address or user agent", async () => {
     const env = kafka()
     const link = await createLink(env, "https://example.com/k-click")
-    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await waitFor(async () => {
+      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      return true
+    })
     await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
-    await eventually(async () => {
+    await waitFor(async () => {
       const clicks = await clicksOf(env, link.id)
       expect(clicks.length).toBe(1)
       expect(clicks[0]!.record.key).toBe(link.id)
       expect(clicks[0]!.click.browser).toBe("Chrome")
       expect(clicks[0]!.record.value).not.toContain("127.0.0.1")
       expect(clicks[0]!.record.value).not.toContain(CHROME)
+      return true
     })
   })
 
   it("a restarted redirector finds the links in PostgreSQL and follows Kafka from the end", async () => {
     const env = kafka()
     const link = await createLink(env, "https://example.com/k-restart")
-    await eventually(async () => expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true))
+    await waitFor(async () => {
+      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      return true
+    })
     await r.close()
     r = await startRedirector(env, "uws")
     expect((await hit(`${r.base}/${link.slug}`)).headers.get("location")).toBe("https://example.com/k-restart")

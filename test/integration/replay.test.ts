@@ -15,17 +15,10 @@ import { removeTestChdbDir, testChdbDir, testClickHouseUrl, uniqueDatabase } fro
 import { clicksRecorded } from "../support/clicks.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer, uniqueTopic } from "../support/eventlog.js"
+import { waitFor } from "../support/waitFor.js"
 
 const quiet = Logger.minimumLogLevel(LogLevel.Error)
 const iso = (s: string) => Date.parse(s) / 1000
-
-const waitUntil = async (what: string, condition: () => Promise<boolean>, timeoutMs = 25_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
 
 const LINKS = ["link_r0", "link_r1", "link_r2", "link_r3"]
 const COUNTRIES = ["DE", "FR", "US", null]
@@ -148,15 +141,18 @@ for (const engine of engines) {
     const project = async (topic: string) => {
       const scope = await run(Scope.make())
       await run(Scope.extend(runClickProjector({ topic, group: `g_${topic}` }), scope))
-      await waitUntil("the projector to catch up", async () => {
-        const [ends, marks] = await run(
-          Effect.all([
-            Effect.flatMap(EventLog, (l) => l.endOffsets(topic)),
-            Effect.flatMap(Analytics, (a) => a.watermarks())
-          ])
-        )
-        return ends.every((e) => e.offset === 0 || marks.get(e.partition) === e.offset - 1)
-      })
+      await waitFor(
+        async () => {
+          const [ends, marks] = await run(
+            Effect.all([
+              Effect.flatMap(EventLog, (l) => l.endOffsets(topic)),
+              Effect.flatMap(Analytics, (a) => a.watermarks())
+            ])
+          )
+          return ends.every((e) => e.offset === 0 || marks.get(e.partition) === e.offset - 1)
+        },
+        { message: "the projector to catch up" }
+      )
       await run(Scope.close(scope, Exit.void))
     }
 
@@ -207,9 +203,11 @@ for (const engine of engines) {
       const topic = uniqueTopic("clicks")
       const events = Array.from({ length: 120 }, (_, i) => clickEvent(i, topic))
       await run(Effect.flatMap(EventLog, (l) => l.publish(topic, events.slice(0, 80).map(toRecord))))
-      await new Promise((r) => setTimeout(r, 50))
-      const between = new Date()
-      await new Promise((r) => setTimeout(r, 50))
+      // A time after the first 80 records' own timestamps; the other 40 are published once the
+      // clock has passed it.
+      const firstAt = Math.max(...(await readAll(topic)).map((r) => r.timestamp))
+      const between = new Date(Math.floor(firstAt) + 1)
+      await waitFor(() => Date.now() > between.getTime() + 1, { message: "the clock to pass the time in between" })
       await run(Effect.flatMap(EventLog, (l) => l.publish(topic, events.slice(80).map(toRecord))))
       const total = async () => {
         const all = await aggregates()

@@ -16,6 +16,7 @@ import {
   SafeFetcher,
   type SafeFetcherOptions
 } from "../../infra/fetcher/SafeFetcher.js"
+import { waitForEffect } from "../support/waitFor.js"
 
 const PNG = Uint8Array.from([
   0x89,
@@ -139,6 +140,7 @@ const handleRaw = (socket: net.Socket) => {
         if (hitsOf(`raw${path}`) === 1) return socket.resetAndDestroy()
         return socket.end("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
       case "cut-body":
+        // Deliberately late: the head and a part of the body first, the reset a little after.
         socket.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
         return setTimeout(() => socket.resetAndDestroy(), 20)
       case "close-delimited":
@@ -421,7 +423,10 @@ describe("SafeFetcher mechanics (loopback allowed for the local test server)", (
     Effect.gen(function* () {
       const e = yield* failureOf(LOCAL, `${base}/endless`, { maxBytes: 10_000, timeoutMs: 20_000 })
       expect(e._tag).toBe("SourceTooLarge")
-      yield* Effect.promise(() => waitFor(() => closedEarly.has("/endless")))
+      yield* waitForEffect(
+        Effect.sync(() => closedEarly.has("/endless")),
+        { message: "the server to see /endless closed before its end" }
+      )
       expect(closedEarly.has("/endless")).toBe(true)
     })
   )
@@ -433,7 +438,12 @@ describe("SafeFetcher mechanics (loopback allowed for the local test server)", (
         expect(e._tag, path).toBe("SourceUnreachable")
         expect(e._tag === "SourceUnreachable" && e.reason).toMatch(/within 300 ms/)
       }
-      yield* Effect.promise(() => waitFor(() => closedEarly.has("/slow") && closedEarly.has("/silent")))
+      yield* waitForEffect(
+        Effect.sync(() => closedEarly.has("/slow") && closedEarly.has("/silent")),
+        {
+          message: "the server to see /slow and /silent closed before their end"
+        }
+      )
     })
   )
 
@@ -636,7 +646,3 @@ describe("redirect targets", () => {
     expect(redirectTarget(https, "http://[::1")).toEqual({ refused: "the Location header is not a URL" })
   })
 })
-
-const waitFor = async (condition: () => boolean) => {
-  for (let i = 0; i < 200 && !condition(); i++) await new Promise((r) => setTimeout(r, 10))
-}

@@ -1,7 +1,7 @@
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
-import { sleep } from "../support/http.js"
+import { waitFor } from "../support/waitFor.js"
 
 let t: TestApi
 let acct: TestAccount
@@ -146,6 +146,16 @@ describe("UTM presets: create, read, list", () => {
         controlDone = true
         return r
       })
+      /** Queries of this database waiting for the lock on utm_presets. */
+      const waitingForTheLock = async (): Promise<number> =>
+        (
+          await client.query(
+            `SELECT count(*)::int AS n FROM pg_locks
+             WHERE relation = 'utm_presets'::regclass AND NOT granted
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+          )
+        ).rows[0].n
+      await waitFor(async () => (await waitingForTheLock()) >= 1, { message: "the control to wait for the lock" })
       const ids = [
         "utmp_%00",
         "utmp_a%00b",
@@ -161,10 +171,15 @@ describe("UTM presets: create, read, list", () => {
       for (const id of ids) {
         const url = `${t.api}/utm-presets/${id}`
         for (const c of [{}, { method: "PATCH", body: { name: "x" } }, { method: "DELETE" }]) {
+          // Either it answers, or its query joins the control in waiting for the lock.
+          const stop = new AbortController()
           const res = await Promise.race([
             call(url, { key: acct.key, ...c }),
-            sleep(3000).then(() => ({ status: 0, text: "no answer within 3 s: the request waited for SQL", json: {} }))
-          ])
+            waitFor(async () => (await waitingForTheLock()) > 1, {
+              signal: stop.signal,
+              message: `an answer to ${c.method ?? "GET"} ${url}`
+            }).then(() => ({ status: 0, text: "no answer: the request waited for SQL", json: {} }))
+          ]).finally(() => stop.abort())
           expectError(res, 404, "not_found")
         }
       }

@@ -197,4 +197,8 @@ export const prng = (seed: number) => {
   }
 }
 
+/**
+ * A fixed pause, only where the time itself is the point (a client doing what Retry-After
+ * says, pacing): never to wait for something to happen; that is waitFor (./waitFor.ts).
+ */
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
