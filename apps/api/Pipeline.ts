@@ -2,10 +2,11 @@ import { createHash } from "node:crypto"
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Cause, Effect, identity, Option } from "effect"
+import { looksLikeApiKey, type Principal } from "../../domain/Account.js"
 import { retryAfterSeconds } from "../../domain/Plan.js"
-import { Accounts, looksLikeApiKey, type Principal } from "../../infra/Accounts.js"
+import { AccountRepo } from "../../domain/ports/AccountRepo.js"
+import { IdempotencyStore } from "../../domain/ports/IdempotencyStore.js"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { Idempotency } from "../../infra/Idempotency.js"
 import { newRequestId } from "../../infra/Ids.js"
 import { Plans } from "../../infra/Plans.js"
 import { jsonProblem, readBody, withParsedBody } from "./Body.js"
@@ -161,8 +162,8 @@ interface RequestState {
 }
 
 export const makePipeline = Effect.gen(function* () {
-  const accounts = yield* Accounts
-  const idempotency = yield* Idempotency
+  const accounts = yield* AccountRepo
+  const idempotency = yield* IdempotencyStore
   const sql = yield* SqlClient.SqlClient
   const config = yield* AppConfig
   const plans = yield* Plans

@@ -1,7 +1,7 @@
 import { HttpApiMiddleware, HttpApiSecurity } from "@effect/platform"
 import { Context, Effect, FiberRef, Option } from "effect"
+import type { Principal } from "../../domain/Account.js"
 import type { Scope } from "../../domain/Scope.js"
-import type { Principal } from "../../infra/Accounts.js"
 import { fail, Unauthenticated } from "./Errors.js"
 
 export class CurrentPrincipal extends Context.Tag("CurrentPrincipal")<CurrentPrincipal, Principal>() {}
