@@ -2,8 +2,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option } from "effect"
 import type { ImageJob, ImageRow, Published } from "../../domain/Image.js"
 import { IMAGE_JOBS_CHANNEL, ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
-import { ImageRepo } from "../../domain/ports/ImageRepo.js"
-import { StorageRepo } from "../../domain/ports/StorageRepo.js"
+import { ImageRepo, type ImageRepoShape } from "../../domain/ports/ImageRepo.js"
+import { StorageRepo, type StorageRepoShape } from "../../domain/ports/StorageRepo.js"
 
 interface DbJob {
   image_id: string
@@ -22,23 +22,10 @@ const toJob = (r: DbJob): ImageJob => ({
 })
 
 /**
- * The conversion jobs in image_jobs, and the end of a conversion (the image published or
- * failed). Every write runs in the caller's transaction.
+ * The end of a conversion, in the caller's transaction: the image published or failed for
+ * good, its reservation settled, its job gone and its event emitted.
  */
-const make = Effect.gen(function* () {
-  const sql = yield* PgClient.PgClient
-  const images = yield* ImageRepo
-  const storage = yield* StorageRepo
-
-  /**
-   * Converters LISTENing on IMAGE_JOBS_CHANNEL hear of the job the moment the transaction
-   * commits, ahead of image.uploaded through the outbox and the log.
-   */
-  const insert = (imageId: string) =>
-    sql`
-      WITH job AS (INSERT INTO image_jobs (image_id) VALUES (${imageId}) RETURNING image_id)
-      SELECT pg_notify(${IMAGE_JOBS_CHANNEL}, image_id) FROM job`.pipe(Effect.asVoid, Effect.orDie)
-
+const makeEnding = (sql: PgClient.PgClient, images: ImageRepoShape, storage: StorageRepoShape) => {
   /**
    * Ends a processing image in one of the transaction's steps: `update` sets its new state,
    * the reservation becomes `bytes` (0 for a failure), the job goes, and `type` is emitted.
@@ -87,6 +74,27 @@ const make = Effect.gen(function* () {
         UPDATE images SET status = 'failed', failure = ${reason}, reserved_bytes = 0, updated_at = clock_timestamp()
         WHERE id = ${id}`
     )
+
+  return { markReady, markFailed }
+}
+
+/**
+ * The conversion jobs in image_jobs, and the end of a conversion (the image published or
+ * failed). Every write runs in the caller's transaction.
+ */
+const make = Effect.gen(function* () {
+  const sql = yield* PgClient.PgClient
+  const images = yield* ImageRepo
+  const { markReady, markFailed } = makeEnding(sql, images, yield* StorageRepo)
+
+  /**
+   * Converters LISTENing on IMAGE_JOBS_CHANNEL hear of the job the moment the transaction
+   * commits, ahead of image.uploaded through the outbox and the log.
+   */
+  const insert = (imageId: string) =>
+    sql`
+      WITH job AS (INSERT INTO image_jobs (image_id) VALUES (${imageId}) RETURNING image_id)
+      SELECT pg_notify(${IMAGE_JOBS_CHANNEL}, image_id) FROM job`.pipe(Effect.asVoid, Effect.orDie)
 
   const claim = (imageId: string, owner: string, leaseMs: number) =>
     sql<DbJob>`
