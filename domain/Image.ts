@@ -81,3 +81,131 @@ export const extensionOf = (mimeType: string): string => {
       return "bin"
   }
 }
+
+/** The stored state of an image: what the repositories read and write. */
+export interface ImageRow {
+  readonly seq: bigint
+  readonly id: string
+  readonly accountId: string
+  readonly status: ImageStatus
+  readonly unmetered: boolean
+  readonly requestedRating: CreationRating
+  /** The effective rating; the API shows null while processing. */
+  readonly rating: Rating
+  readonly ratingSource: RatingSource | null
+  readonly sourceFormat: string
+  readonly sourceBytes: number
+  readonly sourceUrl: string | null
+  /** The private source in the blob store, while it is kept. */
+  readonly sourceKey: string | null
+  readonly reservedBytes: number
+  readonly mimeType: string | null
+  readonly ext: string | null
+  readonly blobKey: string | null
+  readonly width: number | null
+  readonly height: number | null
+  readonly frames: number | null
+  readonly animated: boolean | null
+  readonly bytes: number | null
+  readonly failure: string | null
+  readonly createdAt: Date
+  readonly updatedAt: Date
+  readonly deletedAt: Date | null
+  /** The latest rating review, if any. */
+  readonly review: { readonly requested: DeclaredRating; readonly status: ReviewStatus } | null
+}
+
+/** The image's state as every images.v1 event carries it. */
+export const imageEventData = (row: ImageRow) => ({
+  id: row.id,
+  status: row.status,
+  content_rating: row.status === "processing" ? null : row.rating,
+  rating_source: row.ratingSource,
+  mime_type: row.mimeType,
+  ext: row.ext,
+  width: row.width,
+  height: row.height,
+  bytes: row.bytes,
+  animated: row.animated,
+  unmetered: row.unmetered,
+  failure: row.failure,
+  deleted: row.deletedAt !== null,
+  created_at: row.createdAt.toISOString(),
+  updated_at: row.updatedAt.toISOString()
+})
+
+export interface NewImage {
+  readonly id: string
+  readonly accountId: string
+  readonly unmetered: boolean
+  readonly requestedRating: CreationRating
+  readonly sourceFormat: string
+  readonly sourceBytes: number
+  readonly sourceUrl: string | null
+  /** Where the caller put the private source in the blob store (none: no conversion job). */
+  readonly sourceKey?: string | null
+  /**
+   * What the conversion will publish, known from the probe (domain/ImageFormat
+   * publishedFormat): so `url` and `mime_type` are final from the 202 on.
+   */
+  readonly mimeType: string
+  readonly ext: string
+}
+
+/** What a conversion published. */
+export interface Published {
+  readonly mimeType: string
+  readonly ext: string
+  readonly blobKey: string
+  readonly width: number
+  readonly height: number
+  readonly frames: number
+  readonly animated: boolean
+  readonly bytes: number
+}
+
+/** One image's delivery state, as the image host reads it per request. */
+export interface ImageDelivery {
+  readonly status: ImageStatus
+  readonly rating: Rating
+  readonly ext: string | null
+  readonly mime_type: string | null
+  readonly blob_key: string | null
+  readonly deleted: boolean
+}
+
+/** The conversion job of a processing image. */
+export interface ImageJob {
+  readonly imageId: string
+  /** The private source in the blob store; null once purged. */
+  readonly sourceKey: string | null
+  readonly attempts: number
+  readonly tier: "normal" | "fast"
+  readonly createdAt: Date
+}
+
+/** An owner's request for a less strict rating, decided by an operator. */
+export interface RatingReview {
+  readonly id: string
+  readonly imageId: string
+  readonly accountId: string
+  readonly requested: DeclaredRating
+  readonly currentRating: string
+  readonly status: ReviewStatus
+  readonly createdAt: Date
+  readonly decidedAt: Date | null
+}
+
+/** A report filed from an image's share page. */
+export interface AbuseReport {
+  readonly id: string
+  readonly image_id: string
+  readonly reason: string
+  readonly created_at: Date
+}
+
+/** Stored bytes (reservations included) of an account's ordinary and Partner (unmetered) images. */
+export interface StorageUsage {
+  readonly ordinary: number
+  readonly unmetered: number
+}

@@ -159,3 +159,31 @@ export interface LinkRow {
   readonly createdAt: Date
   readonly updatedAt: Date
 }
+
+/** A stored link with its keyset position (`seq`: insertion order). */
+export type LinkRecord = LinkRow & { readonly seq: bigint }
+
+export interface LinkSearch {
+  readonly afterSeq?: bigint | undefined
+  readonly limit: number
+  readonly q?: string | undefined
+  readonly status?: LinkStatus | undefined
+  readonly createdAfter?: Date | undefined
+  readonly createdBefore?: Date | undefined
+}
+
+/** The filters of a search, without its paging. */
+export type LinkFilter = Omit<LinkSearch, "afterSeq" | "limit">
+
+/** What a redirect needs of a stored link, in `seq` order (the redirector's slug table load). */
+export interface LinkSnapshot {
+  readonly seq: bigint
+  readonly id: string
+  readonly accountId: string
+  readonly slug: string
+  readonly destinationUrl: string
+  readonly status: string
+  readonly utm: Readonly<Record<string, string>> | null
+  readonly expiresAt: Date | null
+  readonly updatedAt: Date
+}

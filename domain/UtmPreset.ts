@@ -15,3 +15,11 @@ export interface UtmPresetRow {
  * must not reach SQL (PostgreSQL refuses NUL bytes; an id of any length would be looked up).
  */
 export const isPresetId = (id: string): boolean => /^utmp_[0-9A-Za-z]{1,64}$/.test(id)
+
+/** A stored preset with its keyset position (`seq`: insertion order). */
+export type UtmPresetRecord = UtmPresetRow & { readonly seq: bigint }
+
+export interface UtmPresetChanges {
+  readonly name?: string | undefined
+  readonly utm?: UtmPresetRow["utm"] | undefined
+}

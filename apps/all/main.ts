@@ -6,12 +6,14 @@ import { ClassifierLive } from "../../infra/classifier/ClassifierLive.js"
 import { CodecLive } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
-import { SafeFetcher } from "../../infra/fetcher/SafeFetcher.js"
-import { Images } from "../../infra/Images.js"
+import { SafeFetcherLive } from "../../infra/fetcher/SafeFetcher.js"
 import { runMain } from "../../infra/Main.js"
-import { Outbox } from "../../infra/Outbox.js"
-import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
 import { Plans } from "../../infra/Plans.js"
+import { DatabasePortsLive, ImageReposLive } from "../../infra/postgres/Layers.js"
+import { LinkRepoLive } from "../../infra/postgres/Links.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
+import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
+import { VisitorSecretRepoLive } from "../../infra/postgres/VisitorSecrets.js"
 import { ApiServerLive } from "../api/Server.js"
 import { MediaLive } from "../media/Media.js"
 import { RedirectorLive } from "../redirector/Redirector.js"
@@ -48,10 +50,11 @@ runMain(
     ImageClassifierLive.pipe(Layer.provide(ClassifierLive)),
     Banner
   ).pipe(
-    Layer.provide(Images.layer.pipe(Layer.provide(Outbox.layer))),
+    Layer.provide(ImageReposLive.pipe(Layer.provide(OutboxLive))),
+    Layer.provide(Layer.mergeAll(LinkRepoLive, VisitorSecretRepoLive, DatabasePortsLive)),
     Layer.provide(AnalyticsLive),
     Layer.provide(CodecLive),
-    Layer.provide(SafeFetcher.live),
+    Layer.provide(SafeFetcherLive),
     Layer.provide(BlobStoreLive),
     Layer.provide(EventLogLive),
     Layer.provide(DatabaseLive),

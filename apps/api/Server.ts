@@ -1,14 +1,14 @@
 import { HttpApiBuilder, HttpRouter, HttpServer } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { Idempotency } from "../../infra/Idempotency.js"
-import { Images } from "../../infra/Images.js"
-import { Links } from "../../infra/Links.js"
 import { nodeServerLayer } from "../../infra/NodeServer.js"
-import { Outbox } from "../../infra/Outbox.js"
-import { Usage } from "../../infra/Usage.js"
-import { UtmPresets } from "../../infra/UtmPresets.js"
+import { AccountRepoCachedLive } from "../../infra/postgres/Accounts.js"
+import { IdempotencyStoreLive } from "../../infra/postgres/Idempotency.js"
+import { DatabasePortsLive, ImageReposLive } from "../../infra/postgres/Layers.js"
+import { LinkRepoLive } from "../../infra/postgres/Links.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
+import { UsageRepoLive } from "../../infra/postgres/Usage.js"
+import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { ImagesHttp } from "./Images/Http.js"
@@ -40,14 +40,15 @@ const ApiLive = HttpApiBuilder.api(Api).pipe(
 )
 
 const Repositories = Layer.mergeAll(
-  Accounts.layerCached,
-  Idempotency.layer,
-  Images.layer,
-  Links.layer,
-  Usage.layer,
-  UtmPresets.layer
+  AccountRepoCachedLive,
+  IdempotencyStoreLive,
+  ImageReposLive,
+  LinkRepoLive,
+  UsageRepoLive,
+  UtmPresetRepoLive,
+  DatabasePortsLive
   // The images repository appends its events to the outbox itself.
-).pipe(Layer.provideMerge(Outbox.layer))
+).pipe(Layer.provideMerge(OutboxLive))
 
 /**
  * The API: request id and the error envelope, the request guards and the system routes

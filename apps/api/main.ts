@@ -4,7 +4,7 @@ import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { BlobStoreLive } from "../../infra/blobstore/BlobStoreLive.js"
 import { CodecLive } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
-import { SafeFetcher } from "../../infra/fetcher/SafeFetcher.js"
+import { SafeFetcherLive } from "../../infra/fetcher/SafeFetcher.js"
 import { runMain } from "../../infra/Main.js"
 import { Plans } from "../../infra/Plans.js"
 import { ApiServerLive } from "./Server.js"
@@ -16,7 +16,7 @@ runMain(
   ApiServerLive.pipe(
     Layer.provide(AnalyticsLive),
     Layer.provide(CodecLive),
-    Layer.provide(SafeFetcher.live),
+    Layer.provide(SafeFetcherLive),
     Layer.provide(BlobStoreLive),
     Layer.provide(DatabaseLive),
     Layer.provide(Plans.layer),

@@ -1,6 +1,7 @@
-import { PgClient } from "@effect/sql-pg"
 import { Data, Effect, Option } from "effect"
-import { Images } from "../../infra/Images.js"
+import { AbuseReportRepo } from "../../domain/ports/AbuseReportRepo.js"
+import { Transactions } from "../../domain/ports/Database.js"
+import { RatingReviewRepo } from "../../domain/ports/RatingReviewRepo.js"
 
 export class ReviewNotFound extends Data.TaggedError("ReviewNotFound")<{
   readonly id: string
@@ -13,8 +14,8 @@ export class ReviewAlreadyDecided extends Data.TaggedError("ReviewAlreadyDecided
 
 /** Pending rating reductions, oldest first: what `reviews list` prints. */
 export const listReviews = Effect.gen(function* () {
-  const images = yield* Images
-  const pending = yield* images.pendingReviews()
+  const reviews = yield* RatingReviewRepo
+  const pending = yield* reviews.pending()
   return {
     reviews: pending.map((r) => ({
       id: r.id,
@@ -34,18 +35,18 @@ export const listReviews = Effect.gen(function* () {
  */
 export const decideReview = (id: string, decision: "approved" | "rejected") =>
   Effect.gen(function* () {
-    const images = yield* Images
-    const sql = yield* PgClient.PgClient
-    return yield* sql.withTransaction(
+    const reviews = yield* RatingReviewRepo
+    const transactions = yield* Transactions
+    return yield* transactions.withTransaction(
       Effect.gen(function* () {
-        const review = yield* images.reviewForUpdate(id)
+        const review = yield* reviews.findForUpdate(id)
         if (Option.isNone(review)) {
           return yield* new ReviewNotFound({ id, message: `no rating review ${id}` })
         }
         if (review.value.status !== "pending") {
           return yield* new ReviewAlreadyDecided({ id, message: `review ${id} is already ${review.value.status}` })
         }
-        const image = yield* images.decideReview(review.value, decision)
+        const image = yield* reviews.decide(review.value, decision)
         return {
           id,
           decision,
@@ -58,8 +59,7 @@ export const decideReview = (id: string, decision: "approved" | "rejected") =>
 
 /** Open abuse reports from share pages, oldest first. */
 export const listReports = Effect.gen(function* () {
-  const images = yield* Images
-  const reports = yield* images.openReports()
+  const reports = yield* (yield* AbuseReportRepo).open()
   return {
     reports: reports.map((r) => ({
       id: r.id,

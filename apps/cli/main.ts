@@ -4,15 +4,20 @@ import type { PgClient } from "@effect/sql-pg"
 import { ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
 import type { StartAt } from "../../domain/EventLog.js"
 import { DEFAULT_PLAN } from "../../domain/Plan.js"
+import type { AbuseReportRepo } from "../../domain/ports/AbuseReportRepo.js"
+import { AccountRepo } from "../../domain/ports/AccountRepo.js"
+import type { Transactions } from "../../domain/ports/Database.js"
+import type { RatingReviewRepo } from "../../domain/ports/RatingReviewRepo.js"
 import { isScope, type Scope, Scopes } from "../../domain/Scope.js"
-import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
-import { Images } from "../../infra/Images.js"
-import { Outbox } from "../../infra/Outbox.js"
 import { Plans } from "../../infra/Plans.js"
+import { AccountRepoLive } from "../../infra/postgres/Accounts.js"
+import { ImageReposLive } from "../../infra/postgres/Layers.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
+import { TransactionsLive } from "../../infra/postgres/Transactions.js"
 import { Projections, replay } from "../workers/Replay.js"
 import { decideReview, listReports, listReviews } from "./Reviews.js"
 
@@ -44,6 +49,9 @@ Connects to DATABASE_URL, or to the embedded PostgreSQL under DATA_DIR (the runn
 service is up).`
 
 class UsageError extends Error {}
+
+/** What the commands need: the repositories, transactions, the plan table (and for replay, the database). */
+type Env = AccountRepo | RatingReviewRepo | AbuseReportRepo | Transactions | Plans | PgClient.PgClient
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -98,7 +106,7 @@ const parseStartAt = (): StartAt => {
   return { _tag: "Beginning" }
 }
 
-const command = (): Effect.Effect<unknown, unknown, Accounts | Images | Plans | PgClient.PgClient> => {
+const command = (): Effect.Effect<unknown, unknown, Env> => {
   const [area, verb] = positionals
   switch (`${area} ${verb ?? ""}`.trim()) {
     case "accounts create": {
@@ -106,7 +114,7 @@ const command = (): Effect.Effect<unknown, unknown, Accounts | Images | Plans | 
       const plan = values.plan === undefined ? DEFAULT_PLAN : str("plan")
       return Plans.pipe(
         Effect.flatMap((plans) => plans.check(plan)),
-        Effect.zipRight(Effect.flatMap(Accounts, (a) => a.createAccount({ name, plan })))
+        Effect.zipRight(Effect.flatMap(AccountRepo, (a) => a.createAccount({ name, plan })))
       )
     }
     case "accounts set-plan": {
@@ -114,18 +122,18 @@ const command = (): Effect.Effect<unknown, unknown, Accounts | Images | Plans | 
       const plan = str("plan")
       return Plans.pipe(
         Effect.flatMap((plans) => plans.check(plan)),
-        Effect.zipRight(Effect.flatMap(Accounts, (a) => a.setPlan({ accountId, plan })))
+        Effect.zipRight(Effect.flatMap(AccountRepo, (a) => a.setPlan({ accountId, plan })))
       )
     }
     case "keys create": {
       const accountId = str("account")
       const scopes = parseScopes(str("scopes"))
       const unmetered = values.unmetered === true
-      return Effect.flatMap(Accounts, (a) => a.createKey({ accountId, scopes, unmetered }))
+      return Effect.flatMap(AccountRepo, (a) => a.createKey({ accountId, scopes, unmetered }))
     }
     case "keys revoke": {
       const id = str("id")
-      return Effect.flatMap(Accounts, (a) => a.revokeKey(id))
+      return Effect.flatMap(AccountRepo, (a) => a.revokeKey(id))
     }
     case "reviews list":
       return listReviews
@@ -159,7 +167,7 @@ const printError = (code: string, message: string) => {
 if (values.help === true) {
   process.stdout.write(`${USAGE}\n`)
 } else {
-  let program: Effect.Effect<unknown, unknown, Accounts | Images | Plans | PgClient.PgClient>
+  let program: Effect.Effect<unknown, unknown, Env>
   try {
     program = command()
   } catch (e) {
@@ -169,11 +177,11 @@ if (values.help === true) {
   }
   if (process.exitCode === undefined) {
     // PLANS is read before the database starts: a bad value stops the command at once.
-    const layer = Layer.merge(Accounts.layer, Images.layer.pipe(Layer.provide(Outbox.layer))).pipe(
-      Layer.provideMerge(DatabaseLive),
-      Layer.provide(AppConfig.layer),
-      Layer.provideMerge(Plans.layer)
-    )
+    const layer = Layer.mergeAll(
+      AccountRepoLive,
+      ImageReposLive.pipe(Layer.provide(OutboxLive)),
+      TransactionsLive
+    ).pipe(Layer.provideMerge(DatabaseLive), Layer.provide(AppConfig.layer), Layer.provideMerge(Plans.layer))
     NodeRuntime.runMain(
       program.pipe(
         Effect.tap(print),

@@ -1,9 +1,11 @@
 import { createHash, createHmac, randomBytes } from "node:crypto"
-import { PgClient } from "@effect/sql-pg"
 import { Cause, Config, Context, Effect, Layer, Option, Runtime } from "effect"
-import { isImageId, type Rating } from "../../domain/Image.js"
+import { type ImageDelivery, isImageId } from "../../domain/Image.js"
+import { AbuseReportRepo } from "../../domain/ports/AbuseReportRepo.js"
+import { BlobStore } from "../../domain/ports/BlobStore.js"
+import { DatabaseHealth } from "../../domain/ports/Database.js"
+import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { BlobStore } from "../../infra/blobstore/BlobStore.js"
 import {
   type DeferredAnswer,
   type HttpAnswer,
@@ -12,7 +14,6 @@ import {
   type HttpHandler,
   serveHttp
 } from "../../infra/http/HttpServer.js"
-import { Images } from "../../infra/Images.js"
 import { messagePage, PAGE_CSP, REASON_MAX_CHARS, sharePage } from "./SharePage.js"
 
 const HTML = "text/html; charset=utf-8"
@@ -35,14 +36,7 @@ export const PROCESSING_PLACEHOLDER = placeholder("Processing…")
 export const UNAVAILABLE_PLACEHOLDER = placeholder("Image not available")
 
 /** One image's delivery state: one primary-key lookup per request, never a projection. */
-export interface ImageState {
-  readonly status: "processing" | "ready" | "failed"
-  readonly rating: Rating
-  readonly ext: string | null
-  readonly mime_type: string | null
-  readonly blob_key: string | null
-  readonly deleted: boolean
-}
+export type ImageState = ImageDelivery
 
 /** MEDIA_CACHE_BYTES: the in-memory cache of image bytes, bounded by their total size (0: off). */
 export const mediaCacheBytesConfig = Config.integer("MEDIA_CACHE_BYTES").pipe(
@@ -427,29 +421,25 @@ export interface MediaShape {
 
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
-  const sql = yield* PgClient.PgClient
   const blobs = yield* BlobStore
-  const images = yield* Images
+  const images = yield* ImageRepo
+  const reports = yield* AbuseReportRepo
+  const health = yield* DatabaseHealth
   const cacheBytes = yield* mediaCacheBytesConfig
   const reportsPerMinute = yield* mediaReportsPerMinuteConfig
   const runtime = yield* Effect.runtime<never>()
   const run = Runtime.runPromise(runtime)
   const basePath = new URL(config.imageHost).pathname.replace(/\/+$/, "")
 
-  const lookup = (id: string) =>
-    run(
-      sql<ImageState>`
-        SELECT status, rating, ext, mime_type, blob_key, deleted_at IS NOT NULL AS deleted
-        FROM images WHERE id = ${id}`.pipe(Effect.map((rows) => rows[0]))
-    )
+  const lookup = (id: string) => run(images.delivery(id).pipe(Effect.map(Option.getOrUndefined)))
   const server = yield* serveHttp({
     host: "0.0.0.0",
     port: config.mediaPort,
     handler: makeMediaHandler({
       lookup,
       blob: (key) => run(blobs.get(key).pipe(Effect.map(Option.getOrUndefined))),
-      ping: () => run(sql`SELECT 1`.pipe(Effect.timeout("2 seconds"), Effect.asVoid)),
-      report: (id, reason) => run(images.report(id, reason).pipe(Effect.asVoid)),
+      ping: () => run(health.ping.pipe(Effect.timeout("2 seconds"), Effect.asVoid)),
+      report: (id, reason) => run(reports.file(id, reason).pipe(Effect.asVoid)),
       basePath,
       cacheBytes,
       reportsPerMinute,
@@ -472,7 +462,7 @@ export class Media extends Context.Tag("Media")<Media, MediaShape>() {}
 
 /**
  * The image host on MEDIA_PORT (0.0.0.0): image bytes with their current rating, share
- * pages and abuse reports. Needs AppConfig, PgClient, BlobStore and Images.
+ * pages and abuse reports. Needs AppConfig, BlobStore, ImageRepo, AbuseReportRepo and DatabaseHealth.
  */
 export const MediaLive = Layer.scopedDiscard(make)
 

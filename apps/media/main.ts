@@ -3,9 +3,10 @@ import { AppConfig } from "../../infra/AppConfig.js"
 import { BlobStoreLive } from "../../infra/blobstore/BlobStoreLive.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { httpEngineConfig } from "../../infra/http/HttpServer.js"
-import { Images } from "../../infra/Images.js"
 import { runMain } from "../../infra/Main.js"
-import { Outbox } from "../../infra/Outbox.js"
+import { DatabaseHealthLive } from "../../infra/postgres/Health.js"
+import { ImageReposLive } from "../../infra/postgres/Layers.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { MediaLive, mediaCacheBytesConfig, mediaReportsPerMinuteConfig } from "./Media.js"
 
 // Every setting is read first (AppConfig, HTTP_ENGINE, MEDIA_*), so a bad one stops start-up
@@ -19,8 +20,8 @@ const Settings = Layer.merge(
 // the same PostgreSQL and blob store.
 runMain(
   MediaLive.pipe(
-    Layer.provide(Images.layer),
-    Layer.provide(Outbox.layer),
+    Layer.provide(Layer.merge(ImageReposLive, DatabaseHealthLive)),
+    Layer.provide(OutboxLive),
     Layer.provide(BlobStoreLive),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(Settings)

@@ -127,7 +127,7 @@ export class Redirector extends Context.Tag("Redirector")<Redirector, Redirector
 /**
  * The short host: serves {short_base}/{slug} on SHORT_PORT (0.0.0.0) from the in-memory slug
  * table, which it loads at start and keeps following; closing stops the listener, then
- * publishes the clicks still buffered. Needs AppConfig, PgClient and EventLog.
+ * publishes the clicks still buffered. Needs AppConfig, LinkRepo, VisitorSecretRepo and EventLog.
  */
 export const RedirectorLive = Layer.scopedDiscard(make)
 

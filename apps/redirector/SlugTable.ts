@@ -1,8 +1,8 @@
-import { PgClient } from "@effect/sql-pg"
 import { Effect } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { LinkEvent, Topics } from "../../domain/Events.js"
 import { isReservedSlug } from "../../domain/Link.js"
+import { LinkRepo } from "../../domain/ports/LinkRepo.js"
 import { prepareLocation } from "./Location.js"
 
 /** What a redirect needs, prepared when the link enters the table, never per request. */
@@ -92,52 +92,38 @@ export const stateOfEvent = (event: LinkEvent): LinkState => ({
   updatedAt: parseTime(event.data.updated_at) ?? 0
 })
 
-interface LinkRow {
-  readonly seq: string
-  readonly id: string
-  readonly account_id: string
-  readonly slug: string
-  readonly destination_url: string
-  readonly status: string
-  readonly utm: Record<string, string> | null
-  readonly expires_at: Date | null
-  readonly updated_at: Date
-}
-
 const PAGE = 5000
 
-/** Every link in PostgreSQL, in keyset pages by seq so memory stays flat while loading. */
+/** Every stored link, in keyset pages by seq so memory stays flat while loading. */
 export const loadLinks = (table: SlugTable) =>
   Effect.gen(function* () {
-    const sql = yield* PgClient.PgClient
-    let after = "0"
+    const links = yield* LinkRepo
+    let after = 0n
     let count = 0
     while (true) {
-      const rows = yield* sql<LinkRow>`
-        SELECT seq, id, account_id, slug, destination_url, status, utm, expires_at, updated_at
-        FROM links WHERE seq > ${after} ORDER BY seq LIMIT ${PAGE}`
+      const rows = yield* links.snapshotsAfter(after, PAGE)
       for (const r of rows) {
         table.apply({
           id: r.id,
-          accountId: r.account_id,
+          accountId: r.accountId,
           slug: r.slug,
-          destinationUrl: r.destination_url,
+          destinationUrl: r.destinationUrl,
           active: r.status === "active",
           utm: r.utm,
-          expiresAt: r.expires_at === null ? null : r.expires_at.getTime(),
+          expiresAt: r.expiresAt === null ? null : r.expiresAt.getTime(),
           // Events carry milliseconds: compare at the same precision (Date already truncates).
-          updatedAt: r.updated_at.getTime()
+          updatedAt: r.updatedAt.getTime()
         })
       }
       count += rows.length
       if (rows.length < PAGE) return count
-      after = String(rows[rows.length - 1]!.seq)
+      after = rows[rows.length - 1]!.seq
     }
   })
 
 /**
  * Fills the table so that no change is missed: the log's end offsets first, then every link
- * from PostgreSQL, then the log from those offsets on. A change committed during the load is
+ * from the database, then the log from those offsets on. A change committed during the load is
  * both in the rows and in the log after the offsets; the version check keeps the newer one.
  * Ready once the load is done; following then runs until the scope closes.
  */

@@ -1,10 +1,11 @@
-import { PgClient } from "@effect/sql-pg"
 import { type Duration, Effect, Layer, Option, Schedule } from "effect"
 import { type Batch, EventLog } from "../../domain/EventLog.js"
 import { ImageEvent, Topics } from "../../domain/Events.js"
-import { BlobStore } from "../../infra/blobstore/BlobStore.js"
-import { Classifier, ClassifierError } from "../../infra/classifier/Classifier.js"
-import { type ImageRow, Images } from "../../infra/Images.js"
+import type { ImageRow } from "../../domain/Image.js"
+import { BlobStore } from "../../domain/ports/BlobStore.js"
+import { Classifier, ClassifierError } from "../../domain/ports/Classifier.js"
+import { Transactions } from "../../domain/ports/Database.js"
+import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 
 export const CLASSIFIER_GROUP = "image-classifier"
 /**
@@ -44,8 +45,8 @@ export type Outcome = "rated" | "skipped" | "unrated"
  */
 export const makeImageClassifierHandler = (options: ImageClassifierOptions = {}) =>
   Effect.gen(function* () {
-    const sql = yield* PgClient.PgClient
-    const images = yield* Images
+    const transactions = yield* Transactions
+    const images = yield* ImageRepo
     const blobs = yield* BlobStore
     const classifier = yield* Classifier
     const actor = `classifier:${classifier.name}`
@@ -91,7 +92,7 @@ export const makeImageClassifierHandler = (options: ImageClassifierOptions = {})
         if (Option.isNone(locked) || !awaitsClassification(locked.value)) return false
         yield* images.rate(locked.value, classification.rating, "classifier", actor)
         return true
-      }).pipe(sql.withTransaction, Effect.orDie)
+      }).pipe(transactions.withTransaction, Effect.orDie)
       if (!rated) return "skipped" as Outcome
       yield* Effect.logInfo(`image classifier: ${id} rated ${classification.rating} by ${actor}`).pipe(
         Effect.annotateLogs({ image: id, scores: JSON.stringify(classification.scores) })

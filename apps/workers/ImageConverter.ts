@@ -1,16 +1,16 @@
 import { randomBytes } from "node:crypto"
 import os from "node:os"
-import type { SqlError } from "@effect/sql/SqlError"
-import { PgClient } from "@effect/sql-pg"
 import { Cause, Config, Data, Effect, Either, Layer, Option, Queue, Runtime, Schedule, Schema } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { Topics } from "../../domain/Events.js"
-import { extensionOf, SOURCE_RETENTION_MS } from "../../domain/Image.js"
-import { BlobStore, type BlobStoreError } from "../../infra/blobstore/BlobStore.js"
-import { Codec, type ConvertError, defaultCodecOptions, isTransient } from "../../infra/codec/ImageCodec.js"
-import { listenInBackground } from "../../infra/eventlog/Embedded.js"
-import { IMAGE_JOBS_CHANNEL, Images, type Job } from "../../infra/Images.js"
-import { Outbox } from "../../infra/Outbox.js"
+import { extensionOf, type ImageJob, SOURCE_RETENTION_MS } from "../../domain/Image.js"
+import { BlobStore, type BlobStoreError } from "../../domain/ports/BlobStore.js"
+import { Codec, type ConvertError, isTransient } from "../../domain/ports/Codec.js"
+import { type DatabaseError, Transactions } from "../../domain/ports/Database.js"
+import { IMAGE_JOBS_CHANNEL, ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
+import { ImageRepo } from "../../domain/ports/ImageRepo.js"
+import { Notifications } from "../../domain/ports/Notifications.js"
+import { defaultCodecOptions } from "../../infra/codec/ImageCodec.js"
 
 export const CONVERTER_GROUP = "image-converter"
 
@@ -84,7 +84,7 @@ type AttemptError = ConvertError | BlobStoreError | LeaseLost | SourceMissing
 
 /** A temporary failure: what is logged and stored as last_error, and what a client may read. */
 const temporary = (
-  error: Exclude<AttemptError, LeaseLost | SourceMissing> | SqlError | { readonly _tag: "Unexpected" }
+  error: Exclude<AttemptError, LeaseLost | SourceMissing> | DatabaseError | { readonly _tag: "Unexpected" }
 ) => {
   switch (error._tag) {
     case "BlobStoreError":
@@ -114,11 +114,13 @@ export const retryDelay = (options: ImageConverterOptions, failedAttempt: number
  */
 export const runImageConverter = (options: ImageConverterOptions) =>
   Effect.gen(function* () {
-    const sql = yield* PgClient.PgClient
+    const transactions = yield* Transactions
+    const notifications = yield* Notifications
     const log = yield* EventLog
     const codec = yield* Codec
     const blobs = yield* BlobStore
-    const images = yield* Images
+    const images = yield* ImageRepo
+    const jobs = yield* ImageJobRepo
 
     const renewEvery = Math.max(10, Math.floor(options.leaseMs / 3))
 
@@ -127,7 +129,7 @@ export const runImageConverter = (options: ImageConverterOptions) =>
       Effect.gen(function* () {
         while (true) {
           yield* Effect.sleep(renewEvery)
-          const held = yield* images.renewLease(imageId, options.workerId, options.leaseMs).pipe(
+          const held = yield* jobs.renewLease(imageId, options.workerId, options.leaseMs).pipe(
             // The database is briefly away: keep working, the lease may still hold.
             Effect.catchAllDefect((defect) =>
               Effect.as(Effect.logWarning("image converter: lease renewal failed", Cause.die(defect)), true)
@@ -138,7 +140,7 @@ export const runImageConverter = (options: ImageConverterOptions) =>
       })
 
     const stillHeld = (imageId: string) =>
-      images
+      jobs
         .renewLease(imageId, options.workerId, options.leaseMs)
         .pipe(Effect.flatMap((held) => (held ? Effect.void : Effect.fail(new LeaseLost()))))
 
@@ -146,7 +148,7 @@ export const runImageConverter = (options: ImageConverterOptions) =>
      * Convert while the lease is kept (losing it stops the converter), then store and publish:
      * that part is not raced, so a put or a commit is never cut off halfway.
      */
-    const attempt = (job: Job) =>
+    const attempt = (job: ImageJob) =>
       Effect.gen(function* () {
         if (job.sourceKey === null) return yield* new SourceMissing()
         const stored = yield* blobs.get(job.sourceKey)
@@ -157,8 +159,8 @@ export const runImageConverter = (options: ImageConverterOptions) =>
         // Do not write over a blob that a worker which took over may already have published.
         yield* stillHeld(job.imageId)
         yield* blobs.put(key, converted.bytes, converted.mime_type)
-        const published = yield* sql.withTransaction(
-          images.markReady(job.imageId, {
+        const published = yield* transactions.withTransaction(
+          jobs.markReady(job.imageId, {
             mimeType: converted.mime_type,
             ext: extensionOf(converted.mime_type),
             blobKey: key,
@@ -188,22 +190,22 @@ export const runImageConverter = (options: ImageConverterOptions) =>
       })
 
     const fail = (imageId: string, reason: string) =>
-      sql
-        .withTransaction(images.markFailed(imageId, reason))
+      transactions
+        .withTransaction(jobs.markFailed(imageId, reason))
         .pipe(
           Effect.tap((row) =>
             Option.isSome(row) ? Effect.logInfo(`image converter: failed for good: ${reason}`) : Effect.void
           )
         )
 
-    const retryOrFail = (job: Job, problem: { readonly log: string; readonly client: string }) => {
+    const retryOrFail = (job: ImageJob, problem: { readonly log: string; readonly client: string }) => {
       const failed = job.attempts + 1
       if (failed >= options.maxAttempts) {
         return fail(job.imageId, `The conversion failed temporarily ${failed} times; last error: ${problem.client}`)
       }
       const delay = retryDelay(options, failed)
-      return sql
-        .withTransaction(images.retryLater(job.imageId, problem.log.slice(0, 1000), delay))
+      return transactions
+        .withTransaction(jobs.retryLater(job.imageId, problem.log.slice(0, 1000), delay))
         .pipe(
           Effect.zipRight(
             Effect.logWarning(`image converter: attempt ${failed} failed (${problem.log}); retry in ${delay} ms`)
@@ -212,11 +214,10 @@ export const runImageConverter = (options: ImageConverterOptions) =>
     }
 
     /** A private source is deleted once its conversion has ended (or the image is gone). */
-    const dropSource = (imageId: string, key: string) =>
-      Effect.zipRight(blobs.remove(key), images.sourceRemoved(imageId))
+    const dropSource = (imageId: string, key: string) => Effect.zipRight(blobs.remove(key), jobs.sourceRemoved(imageId))
 
     /** Right after a job ends, so that the source is kept no longer than needed; the sweep retries. */
-    const dropSourceIfDone = (job: Job) =>
+    const dropSourceIfDone = (job: ImageJob) =>
       job.sourceKey === null
         ? Effect.void
         : images.byId(job.imageId).pipe(
@@ -232,7 +233,7 @@ export const runImageConverter = (options: ImageConverterOptions) =>
             )
           )
 
-    const runJob = (job: Job) =>
+    const runJob = (job: ImageJob) =>
       Effect.gen(function* () {
         const imageId = job.imageId
         const outcome = yield* attempt(job).pipe(
@@ -263,7 +264,7 @@ export const runImageConverter = (options: ImageConverterOptions) =>
 
     const processJob = (imageId: string) =>
       Effect.gen(function* () {
-        const claimed = yield* images.claim(imageId, options.workerId, options.leaseMs)
+        const claimed = yield* jobs.claim(imageId, options.workerId, options.leaseMs)
         if (Option.isNone(claimed)) return
         yield* runJob(claimed.value).pipe(Effect.ensuring(dropSourceIfDone(claimed.value)))
       }).pipe(
@@ -319,14 +320,14 @@ export const runImageConverter = (options: ImageConverterOptions) =>
       )
 
     const sweep = Effect.gen(function* () {
-      for (const id of yield* step("expiry scan", images.expiredJobs(options.retentionMs)).pipe(
+      for (const id of yield* step("expiry scan", jobs.expired(options.retentionMs)).pipe(
         Effect.map((ids) => ids ?? [])
       )) {
         yield* step("purging an expired source", fail(id, EXPIRED_REASON)).pipe(Effect.annotateLogs({ imageId: id }))
       }
-      const due = yield* step("due-job scan", images.dueJobs(200))
+      const due = yield* step("due-job scan", jobs.due(200))
       for (const id of due ?? []) yield* enqueue(id)
-      for (const { id, source_key } of (yield* step("source scan", images.staleSources(200))) ?? []) {
+      for (const { id, source_key } of (yield* step("source scan", jobs.staleSources(200))) ?? []) {
         yield* step("removing a private source", dropSource(id, source_key)).pipe(Effect.annotateLogs({ imageId: id }))
       }
       const gone = yield* step("deleted-blob scan", images.deletedBlobs(200))
@@ -344,7 +345,7 @@ export const runImageConverter = (options: ImageConverterOptions) =>
     // The fast path: a new job is announced on commit. The event below and the sweep stay the
     // durable paths (a missed notification only costs latency).
     const runtime = yield* Effect.runtime<never>()
-    yield* listenInBackground(sql, IMAGE_JOBS_CHANNEL, yield* Effect.scope, (imageId) => {
+    yield* notifications.listen(IMAGE_JOBS_CHANNEL, (imageId) => {
       Runtime.runFork(runtime)(enqueue(imageId))
     })
     yield* log.subscribe({ group: options.group, topic: options.topic }, ImageEnvelope, (batch) =>
@@ -387,18 +388,13 @@ const converterConfig = Effect.gen(function* () {
   } satisfies ImageConverterOptions
 })
 
-const withRepository = <E, R>(layer: Layer.Layer<never, E, R>) =>
-  layer.pipe(Layer.provide(Images.layer), Layer.provide(Outbox.layer))
-
 /** A converter with explicit options (tests, benchmarks). */
 export const imageConverterLayer = (options: Partial<ImageConverterOptions> = {}) =>
-  withRepository(Layer.scopedDiscard(runImageConverter({ ...defaultImageConverterOptions(), ...options })))
+  Layer.scopedDiscard(runImageConverter({ ...defaultImageConverterOptions(), ...options }))
 
 /**
  * The conversion worker, configured by IMAGE_JOB_SWEEP_MS (2000), IMAGE_JOB_LEASE_MS (180000),
  * IMAGE_CONVERT_MAX_ATTEMPTS (6) and IMAGE_CONVERT_CONCURRENCY (the codec's). Needs the event
- * log, PostgreSQL, the codec and the blob store; brings its own Images repository and outbox.
+ * log, the image repositories, transactions, notifications, the codec and the blob store.
  */
-export const ImageConverterLive = withRepository(
-  Layer.scopedDiscard(Effect.flatMap(converterConfig, runImageConverter))
-)
+export const ImageConverterLive = Layer.scopedDiscard(Effect.flatMap(converterConfig, runImageConverter))

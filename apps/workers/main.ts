@@ -6,10 +6,10 @@ import { ClassifierLive } from "../../infra/classifier/ClassifierLive.js"
 import { CodecLive } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
-import { Images } from "../../infra/Images.js"
 import { runMain } from "../../infra/Main.js"
-import { Outbox } from "../../infra/Outbox.js"
-import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
+import { DatabasePortsLive, ImageReposLive } from "../../infra/postgres/Layers.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
+import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
 import { ClickProjectorLive } from "./ClickProjector.js"
 import { WorkersHealthLive } from "./Health.js"
 import { ImageClassifierLive } from "./ImageClassifier.js"
@@ -29,7 +29,8 @@ runMain(
         ImageClassifierLive.pipe(Layer.provide(ClassifierLive))
       )
     ),
-    Layer.provide(Images.layer.pipe(Layer.provide(Outbox.layer))),
+    Layer.provide(ImageReposLive.pipe(Layer.provide(OutboxLive))),
+    Layer.provide(DatabasePortsLive),
     Layer.provideMerge(AnalyticsLive),
     Layer.provide(CodecLive),
     Layer.provide(BlobStoreLive),

@@ -1,7 +1,7 @@
 import * as path from "node:path"
 import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { BlobStore } from "../../domain/ports/BlobStore.js"
 import { AppConfig } from "../AppConfig.js"
-import { BlobStore } from "./BlobStore.js"
 import { makeFsBlobStore } from "./FsBlobStore.js"
 
 // Validation sits before Config.option so that a failure names the variable; empty counts

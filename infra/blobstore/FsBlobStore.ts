@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Effect, Layer, Option } from "effect"
+import { BlobStore, BlobStoreError, type BlobStoreShape, checkKey } from "../../domain/ports/BlobStore.js"
 import { AppConfig } from "../AppConfig.js"
-import { BlobStore, BlobStoreError, type BlobStoreShape, checkKey } from "./BlobStore.js"
 
 /**
  * Objects as files under `root`. A put writes a temporary file, fsyncs it and renames it

@@ -7,7 +7,7 @@ import {
   type S3ServiceException
 } from "@aws-sdk/client-s3"
 import { Effect, Option, Redacted } from "effect"
-import { BlobStore, BlobStoreError, type BlobStoreShape, checkKey } from "./BlobStore.js"
+import { BlobStore, BlobStoreError, type BlobStoreShape, checkKey } from "../../domain/ports/BlobStore.js"
 
 export interface S3Options {
   readonly bucket: string

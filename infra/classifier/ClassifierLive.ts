@@ -1,5 +1,5 @@
 import { Config, Effect, Layer } from "effect"
-import { Classifier, type ClassifierShape } from "./Classifier.js"
+import { Classifier, type ClassifierShape } from "../../domain/ports/Classifier.js"
 import { makeHttpClassifier } from "./HttpClassifier.js"
 import { noneClassifier } from "./NoneClassifier.js"
 import { defaultNsfwjsOptions, makeNsfwjsClassifier, NSFWJS_MODELS, type NsfwjsModel } from "./NsfwjsClassifier.js"

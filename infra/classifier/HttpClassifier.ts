@@ -12,7 +12,7 @@
 import { Effect, Option, Redacted, Schema } from "effect"
 import { DeclaredRating } from "../../domain/Image.js"
 import { sniffImageFormat } from "../../domain/ImageFormat.js"
-import { type Classification, ClassifierError, type ClassifierShape } from "./Classifier.js"
+import { type Classification, ClassifierError, type ClassifierShape } from "../../domain/ports/Classifier.js"
 
 const Answer = Schema.Struct({
   rating: DeclaredRating,

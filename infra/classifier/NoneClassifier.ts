@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { Classifier, ClassifierError, type ClassifierShape } from "./Classifier.js"
+import { Classifier, ClassifierError, type ClassifierShape } from "../../domain/ports/Classifier.js"
 
 /** IMAGE_CLASSIFIER=none: nothing is classified; `auto` images stay `unrated`. */
 export const noneClassifier: ClassifierShape = {

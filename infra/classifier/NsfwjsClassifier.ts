@@ -11,8 +11,8 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { ratingOf, usableScores } from "../../domain/Classification.js"
+import { type Classification, ClassifierError, type ClassifierShape } from "../../domain/ports/Classifier.js"
 import { nicedNodeCommand, rssOf } from "../Processes.js"
-import { type Classification, ClassifierError, type ClassifierShape } from "./Classifier.js"
 import type { ClassifyReply, ClassifyRequest, NsfwjsModel, StartMessage } from "./NsfwjsProcess.js"
 
 export const NSFWJS_MODELS: ReadonlyArray<NsfwjsModel> = ["MobileNetV2", "MobileNetV2Mid", "InceptionV3"]

@@ -1,5 +1,5 @@
 /**
- * The image codec port and its sharp adapter.
+ * The sharp adapter of the image codec port (domain/ports/Codec.ts).
  *
  * `probe` reads only headers, in this process. `convert` does the decoding and encoding in
  * a small pool of converter child processes (ConverterProcess.ts) started under `nice`, so
@@ -12,80 +12,27 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import os from "node:os"
 import { fileURLToPath } from "node:url"
-import { Config, Context, Data, type Duration, Effect, Layer, Pool } from "effect"
+import { Config, type Duration, Effect, Layer, Pool } from "effect"
+import { limitViolation, mimeTypeOf, publishedFormat } from "../../domain/ImageFormat.js"
 import {
-  type ImageFormat,
-  limitViolation,
-  mimeTypeOf,
-  type PublishedFormat,
-  publishedFormat
-} from "../../domain/ImageFormat.js"
+  Codec,
+  CodecUnavailable,
+  ConversionMemoryExceeded,
+  ConversionTimeout,
+  type ConvertError,
+  type ConvertedImage,
+  CorruptImage,
+  EncodeFailed,
+  type ImageInfo,
+  NotAnImage,
+  type ProbeError,
+  type Tier,
+  TooManyFrames,
+  TooManyPixels
+} from "../../domain/ports/Codec.js"
 import { nicedNodeCommand, rssOf } from "../Processes.js"
 import type { ConvertReply, ConvertRequest } from "./ConverterProcess.js"
-import { type Converted, estimateMemory, type Failure, type Probe, planFor, probeImage, type Tier } from "./Pipeline.js"
-
-export type { Tier } from "./Pipeline.js"
-
-/** The bytes are not a JPEG, PNG, GIF or WebP, whatever type was declared (415). */
-export class NotAnImage extends Data.TaggedError("NotAnImage")<{ readonly message: string }> {}
-/** The header or the image data is damaged or truncated. */
-export class CorruptImage extends Data.TaggedError("CorruptImage")<{ readonly message: string }> {}
-/** Width × height × frames, or the memory they need, is beyond the converter's limits. */
-export class TooManyPixels extends Data.TaggedError("TooManyPixels")<{ readonly message: string }> {}
-export class TooManyFrames extends Data.TaggedError("TooManyFrames")<{ readonly message: string }> {}
-/** Temporary: the conversion ran out of time; retry with the fast tier. */
-export class ConversionTimeout extends Data.TaggedError("ConversionTimeout")<{ readonly message: string }> {}
-/** Temporary: the encoder refused the picture at this tier. */
-export class EncodeFailed extends Data.TaggedError("EncodeFailed")<{ readonly message: string }> {}
-/** The converter went past its memory limit and was stopped. */
-export class ConversionMemoryExceeded extends Data.TaggedError("ConversionMemoryExceeded")<{
-  readonly message: string
-}> {}
-/** Temporary: no converter process could be started or it died. */
-export class CodecUnavailable extends Data.TaggedError("CodecUnavailable")<{ readonly message: string }> {}
-
-export type ProbeError = NotAnImage | CorruptImage
-export type ConvertError =
-  | ProbeError
-  | TooManyPixels
-  | TooManyFrames
-  | ConversionTimeout
-  | EncodeFailed
-  | ConversionMemoryExceeded
-  | CodecUnavailable
-
-/** Whether a retry (with the fast tier) can succeed; otherwise the image fails for good. */
-export const isTransient = (error: ConvertError): boolean =>
-  error._tag === "ConversionTimeout" || error._tag === "EncodeFailed" || error._tag === "CodecUnavailable"
-
-export interface ImageInfo {
-  readonly format: ImageFormat
-  /** After EXIF orientation; one frame. */
-  readonly width: number
-  readonly height: number
-  readonly frames: number
-  readonly animated: boolean
-  /** The format and media type a conversion will publish. */
-  readonly published: PublishedFormat
-  readonly mime_type: string
-}
-
-/** The published bytes with their authoritative format and dimensions. */
-export type ConvertedImage = Converted
-
-export interface CodecShape {
-  /**
-   * Sniffs the bytes and reads the headers only: fails with NotAnImage or CorruptImage.
-   * Applies no size limit (the contract has no admission limit on pixels or frames).
-   */
-  readonly probe: (bytes: Uint8Array) => Effect.Effect<ImageInfo, ProbeError>
-  readonly convert: (
-    bytes: Uint8Array,
-    options?: { readonly tier?: Tier }
-  ) => Effect.Effect<ConvertedImage, ConvertError>
-}
-
-export class Codec extends Context.Tag("Codec")<Codec, CodecShape>() {}
+import { estimateMemory, type Failure, type Probe, planFor, probeImage } from "./Pipeline.js"
 
 export interface CodecOptions {
   /** Conversions at once, one child process each. */

@@ -15,9 +15,10 @@ import {
   publishedFormat,
   sniffImageFormat
 } from "../../domain/ImageFormat.js"
+import type { Tier } from "../../domain/ports/Codec.js"
 import { MalformedContainer, stripGifMetadata, stripWebpMetadata } from "./Remux.js"
 
-export type Tier = "normal" | "fast"
+export type { Tier }
 
 /** WebP settings per tier; the retry after a temporary failure uses the fast one. */
 export const WEBP_SETTINGS: Readonly<Record<Tier, { readonly quality: number; readonly effort: number }>> = {

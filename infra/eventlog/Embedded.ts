@@ -1,21 +1,6 @@
-import { randomUUID } from "node:crypto"
 import type { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import {
-  Cause,
-  Data,
-  Deferred,
-  Duration,
-  Effect,
-  Exit,
-  Layer,
-  Option,
-  Queue,
-  Schedule,
-  type Schema,
-  type Scope,
-  Stream
-} from "effect"
+import { Cause, Data, Duration, Effect, Exit, Layer, Option, Queue, type Schema, type Scope } from "effect"
 import {
   type Batch,
   deadLetterTopic,
@@ -27,6 +12,7 @@ import {
   type PartitionOffset,
   type SubscribeOptions
 } from "../../domain/EventLog.js"
+import { listenInBackground } from "../postgres/Listen.js"
 import {
   backoff,
   DEFAULT_MAX_BATCH,
@@ -72,37 +58,6 @@ const toRecord =
     key: row.key,
     value: row.value,
     timestamp: row.ts
-  })
-
-/**
- * LISTENs on a channel for as long as the scope lives (re-listening after a failure) and
- * returns once notifications arrive, so that none sent after it returns is missed. Gives up
- * waiting after about two seconds: the callers poll as well.
- */
-export const listenInBackground = (
-  sql: PgClient.PgClient,
-  channel: string,
-  scope: Scope.Scope,
-  onPayload: (payload: string) => void
-) =>
-  Effect.gen(function* () {
-    const ready = yield* Deferred.make<void>()
-    const probe = `probe:${randomUUID()}`
-    yield* sql.listen(channel).pipe(
-      Stream.runForEach((payload) =>
-        payload === probe ? Deferred.succeed(ready, undefined) : Effect.sync(() => onPayload(payload))
-      ),
-      Effect.tapError((e) => Effect.logWarning(`LISTEN ${channel} failed; polling until it is back`, e)),
-      Effect.retry(Schedule.spaced("1 second")),
-      Effect.forkIn(scope)
-    )
-    yield* sql
-      .notify(channel, probe)
-      .pipe(
-        Effect.ignore,
-        Effect.zipRight(Deferred.await(ready).pipe(Effect.timeoutOption(100))),
-        Effect.repeat({ until: Option.isSome, times: 20 })
-      )
   })
 
 /**

@@ -2,63 +2,22 @@ import { promises as dns } from "node:dns"
 import * as http from "node:http"
 import * as https from "node:https"
 import { isIP, type LookupFunction, type Socket } from "node:net"
-import { Context, Data, Duration, Effect, Layer, Schedule } from "effect"
+import { Data, Duration, Effect, Layer, Schedule } from "effect"
 import { type AddressClass, classifyAddress, urlHost } from "../../domain/AddressPolicy.js"
 import { UrlNotAllowed } from "../../domain/Errors.js"
+import {
+  type FetchError,
+  type FetchedResponse,
+  type FetchOptions,
+  RedirectNotAllowed,
+  SafeFetcher,
+  type SafeFetcherService,
+  SourceForbidden,
+  SourceRejected,
+  SourceTooLarge,
+  SourceUnreachable
+} from "../../domain/ports/SafeFetcher.js"
 import { AppConfig } from "../AppConfig.js"
-
-export { UrlNotAllowed }
-
-/** A redirect hop was refused: bad Location, https to http, too many hops, or a hop that fails the URL rules. */
-export class RedirectNotAllowed extends Data.TaggedError("RedirectNotAllowed")<{
-  readonly location: string
-  readonly reason: string
-}> {}
-
-/** The body is larger than the caller's cap (by Content-Length, or while it streamed). */
-export class SourceTooLarge extends Data.TaggedError("SourceTooLarge")<{ readonly limit: number }> {}
-
-/** The source answered 403: it refuses server-side fetches; the client can download and upload the file. */
-export class SourceForbidden extends Data.TaggedError("SourceForbidden")<{ readonly url: string }> {}
-
-/** No usable answer: name not resolved, connection refused or reset, TLS failure, timeout, or 5xx after retries. */
-export class SourceUnreachable extends Data.TaggedError("SourceUnreachable")<{ readonly reason: string }> {}
-
-/** The source answered with a status that is not a success, a redirect, 403 or 5xx (e.g. 404, 410, 304). */
-export class SourceRejected extends Data.TaggedError("SourceRejected")<{ readonly status: number }> {}
-
-export type FetchError =
-  | UrlNotAllowed
-  | RedirectNotAllowed
-  | SourceTooLarge
-  | SourceForbidden
-  | SourceUnreachable
-  | SourceRejected
-
-export interface FetchOptions {
-  /** Hard cap on the body; a larger Content-Length is refused before reading. */
-  readonly maxBytes: number
-  /** Bound on the whole fetch: resolution, every hop, every retry. Default 10 000. */
-  readonly timeoutMs?: number
-  /** Redirects followed at most; one more is RedirectNotAllowed. Default 3. */
-  readonly maxRedirects?: number
-  /** The Accept header. Default `*\/*`. */
-  readonly accept?: string
-}
-
-export interface FetchedResponse {
-  /** The URL that answered, after redirects, without fragment. */
-  readonly finalUrl: string
-  /** Always 2xx. */
-  readonly status: number
-  /** Lower-case names; repeated headers joined with ", ". */
-  readonly headers: Readonly<Record<string, string>>
-  /**
-   * The bytes exactly as sent. Identity encoding is requested and nothing is ever
-   * decompressed, so a Content-Encoding the server imposes anyway leaves the bytes encoded.
-   */
-  readonly body: Uint8Array
-}
 
 export interface SafeFetcherOptions {
   /** Lets 127.0.0.0/8 and ::1 through. For tests only; every other refused range stays refused. */
@@ -76,16 +35,6 @@ export interface SafeFetcherOptions {
   readonly retries?: number
   /** First retry delay, doubling after. Default 200. */
   readonly retryDelayMs?: number
-}
-
-export interface SafeFetcherService {
-  /**
-   * GET `url` following at most `maxRedirects` redirects, each hop held to the same rules:
-   * http(s) only, no credentials, not one of the service's own hosts, and every address the
-   * name resolves to public (see domain/AddressPolicy). The connection goes to the address
-   * that was checked, never to a second resolution.
-   */
-  readonly fetch: (url: string, options: FetchOptions) => Effect.Effect<FetchedResponse, FetchError>
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308])
@@ -363,20 +312,19 @@ const withoutHash = (url: URL) => {
   return copy.href
 }
 
-/** The one outbound HTTP client: every fetch of a URL a user supplied goes through it. */
-export class SafeFetcher extends Context.Tag("SafeFetcher")<SafeFetcher, SafeFetcherService>() {
-  static readonly layer = (options: SafeFetcherOptions = {}) => Layer.succeed(SafeFetcher, make(options))
+/** The SafeFetcher with these options (tests, tools). */
+export const safeFetcherLayer = (options: SafeFetcherOptions = {}): Layer.Layer<SafeFetcher> =>
+  Layer.succeed(SafeFetcher, make(options))
 
-  /** Production wiring: the system resolver, loopback refused, and the service's public hosts as its own. */
-  static readonly live = Layer.effect(
-    SafeFetcher,
-    Effect.map(AppConfig, (config) =>
-      make({
-        ownHosts: [config.apiBase, config.shortBase, config.imageHost].map((base) => {
-          const url = new URL(base)
-          return `${url.hostname}:${effectivePort(url)}`
-        })
+/** Production wiring: the system resolver, loopback refused, and the service's public hosts as its own. */
+export const SafeFetcherLive: Layer.Layer<SafeFetcher, never, AppConfig> = Layer.effect(
+  SafeFetcher,
+  Effect.map(AppConfig, (config) =>
+    make({
+      ownHosts: [config.apiBase, config.shortBase, config.imageHost].map((base) => {
+        const url = new URL(base)
+        return `${url.hostname}:${effectivePort(url)}`
       })
-    )
+    })
   )
-}
+)

@@ -2,7 +2,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Idempotency } from "../../infra/Idempotency.js"
+import { IdempotencyStore } from "../../domain/ports/IdempotencyStore.js"
+import { IdempotencyStoreLive } from "../../infra/postgres/Idempotency.js"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { waitFor } from "../support/waitFor.js"
 
@@ -90,18 +91,18 @@ describe("idempotency record retention (24 hours)", () => {
     }
     await age(sentinelKey, 25)
     const runtime = ManagedRuntime.make(
-      Idempotency.layer.pipe(Layer.provide(PgClient.layer({ url: Redacted.make(t.databaseUrl) })))
+      IdempotencyStoreLive.pipe(Layer.provide(PgClient.layer({ url: Redacted.make(t.databaseUrl) })))
     )
     try {
       // The store purges once when it starts (in the background); age the record after that
       // purge is over, then purge by hand.
-      await runtime.runPromise(Idempotency)
+      await runtime.runPromise(IdempotencyStore)
       await waitFor(
         async () => (await db.query("SELECT 1 FROM idempotency_records WHERE key = $1", [sentinelKey])).rowCount === 0,
         { message: "the start-up purge to remove the expired sentinel record" }
       )
       await age(oldKey, 25)
-      const purged = await runtime.runPromise(Effect.flatMap(Idempotency, (i) => i.purgeExpired))
+      const purged = await runtime.runPromise(Effect.flatMap(IdempotencyStore, (i) => i.purgeExpired))
       expect(purged).toBe(1)
     } finally {
       await runtime.dispose()

@@ -12,9 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runImageClassifier } from "../../apps/workers/ImageClassifier.js"
 import { NSFW_CLASSES } from "../../domain/Classification.js"
 import type { CreationRating } from "../../domain/Image.js"
-import { BlobStore } from "../../infra/blobstore/BlobStore.js"
+import { BlobStore } from "../../domain/ports/BlobStore.js"
+import { Classifier, type ClassifierError } from "../../domain/ports/Classifier.js"
+import { ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
+import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import { makeFsBlobStore } from "../../infra/blobstore/FsBlobStore.js"
-import { Classifier, type ClassifierError } from "../../infra/classifier/Classifier.js"
 import { ClassifierLive } from "../../infra/classifier/ClassifierLive.js"
 import { makeHttpClassifier } from "../../infra/classifier/HttpClassifier.js"
 import { NoneClassifierLive } from "../../infra/classifier/NoneClassifier.js"
@@ -23,9 +25,10 @@ import {
   makeNsfwjsClassifier,
   type NsfwjsOptions
 } from "../../infra/classifier/NsfwjsClassifier.js"
-import { Images } from "../../infra/Images.js"
-import { Outbox } from "../../infra/Outbox.js"
-import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
+import { ImageReposLive } from "../../infra/postgres/Layers.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
+import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
+import { TransactionsLive } from "../../infra/postgres/Transactions.js"
 import { animatedGif, pngWithAlpha } from "../fixtures/images/make.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer } from "../support/eventlog.js"
@@ -196,7 +199,7 @@ interface Stack {
   readonly databaseUrl: string
   readonly blobDir: string
   readonly db: pg.Client
-  readonly runtime: ManagedRuntime.ManagedRuntime<Images | BlobStore | PgClient.PgClient, unknown>
+  readonly runtime: ManagedRuntime.ManagedRuntime<ImageRepo | ImageJobRepo | BlobStore | PgClient.PgClient, unknown>
 }
 
 /**
@@ -210,7 +213,8 @@ const startStack = async (
   const databaseUrl = await createTestDatabase()
   const blobDir = mkdtempSync(path.join(tmpdir(), "classifier-blobs-"))
   const infra = Layer.mergeAll(
-    Images.layer.pipe(Layer.provideMerge(Outbox.layer)),
+    ImageReposLive.pipe(Layer.provideMerge(OutboxLive)),
+    TransactionsLive,
     Layer.succeed(BlobStore, makeFsBlobStore(blobDir)),
     classifier
   ).pipe(Layer.provideMerge(embeddedEventLogLayer(databaseUrl)))
@@ -246,7 +250,8 @@ const publish = (
 ) =>
   stack.runtime.runPromise(
     Effect.gen(function* () {
-      const images = yield* Images
+      const images = yield* ImageRepo
+      const jobs = yield* ImageJobRepo
       const blobs = yield* BlobStore
       const sql = yield* PgClient.PgClient
       const id = newImageId()
@@ -269,7 +274,7 @@ const publish = (
           ext
         })
         const ready = Option.getOrThrow(
-          yield* images.markReady(id, {
+          yield* jobs.markReady(id, {
             mimeType,
             ext,
             blobKey: key,

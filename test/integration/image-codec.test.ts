@@ -3,7 +3,8 @@ import { Effect, ManagedRuntime } from "effect"
 import sharp from "sharp"
 import { afterAll, describe, expect, it } from "vitest"
 import { ANIMATED_WEBP_MAX_FRAMES, MAX_FRAMES } from "../../domain/ImageFormat.js"
-import { Codec, type ConvertError, type ConvertedImage, codecLayer, isTransient } from "../../infra/codec/ImageCodec.js"
+import { Codec, type ConvertError, type ConvertedImage, isTransient } from "../../domain/ports/Codec.js"
+import { codecLayer } from "../../infra/codec/ImageCodec.js"
 import {
   animatedGif,
   animatedWebpWithMetadata,

@@ -10,12 +10,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EXPIRED_REASON, type ImageConverterOptions, imageConverterLayer } from "../../apps/workers/ImageConverter.js"
 import type { EventLog } from "../../domain/EventLog.js"
 import { MAX_FRAMES } from "../../domain/ImageFormat.js"
-import { BlobStore, BlobStoreError } from "../../infra/blobstore/BlobStore.js"
+import { BlobStore, BlobStoreError } from "../../domain/ports/BlobStore.js"
+import { Codec } from "../../domain/ports/Codec.js"
+import { ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
+import { ImageRepo } from "../../domain/ports/ImageRepo.js"
+import type { Outbox } from "../../domain/ports/Outbox.js"
+import { StorageRepo } from "../../domain/ports/StorageRepo.js"
 import { makeFsBlobStore } from "../../infra/blobstore/FsBlobStore.js"
-import { Codec, codecLayer } from "../../infra/codec/ImageCodec.js"
-import { Images } from "../../infra/Images.js"
-import { Outbox } from "../../infra/Outbox.js"
-import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
+import { codecLayer } from "../../infra/codec/ImageCodec.js"
+import { DatabasePortsLive, ImageReposLive } from "../../infra/postgres/Layers.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
+import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
 import {
   animatedGif,
   handmadeGif,
@@ -79,12 +84,13 @@ const flakyBlobStore = () =>
     })
   })
 
-type Env = Images | Outbox | Codec | BlobStore | EventLog | PgClient.PgClient
+type Env = ImageRepo | ImageJobRepo | StorageRepo | Outbox | Codec | BlobStore | EventLog | PgClient.PgClient
 
 /** The worker with the relay (outbox → log), over the embedded log and the real codec. */
 const startWorker = async (options: Partial<ImageConverterOptions>) => {
   const infra = Layer.mergeAll(
-    Images.layer.pipe(Layer.provideMerge(Outbox.layer)),
+    ImageReposLive.pipe(Layer.provideMerge(OutboxLive)),
+    DatabasePortsLive,
     recordingCodec,
     flakyBlobStore()
   ).pipe(Layer.provideMerge(embeddedEventLogLayer(databaseUrl)))
@@ -160,7 +166,9 @@ const upload = (
   rt.runPromise(
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
-      const images = yield* Images
+      const images = yield* ImageRepo
+      const jobs = yield* ImageJobRepo
+      const storage = yield* StorageRepo
       const codec = yield* Codec
       const probe = yield* Effect.option(codec.probe(bytes))
       const mimeType = o.predicted ?? Option.match(probe, { onNone: () => "image/webp", onSome: (p) => p.mime_type })
@@ -170,7 +178,7 @@ const upload = (
       yield* Effect.orDie((yield* BlobStore).put(sourceKey, bytes, mimeType))
       yield* sql.withTransaction(
         Effect.gen(function* () {
-          yield* images.reserveStorage(accountId, false, bytes.length, null)
+          yield* storage.reserve(accountId, false, bytes.length, null)
           const row = yield* images.insert({
             id,
             accountId,
@@ -183,7 +191,7 @@ const upload = (
             mimeType,
             ext: mimeType.split("/")[1]!
           })
-          yield* images.insertJob(id)
+          yield* jobs.insert(id)
           if (o.beforeCommit) yield* o.beforeCommit(id)
           yield* images.emit("image.uploaded", Option.getOrThrow(row))
         })
@@ -320,7 +328,7 @@ describe("conversion worker", () => {
     const committed = Date.now()
     const id = await upload(rt, accountId, await pngWithAlpha(), {
       beforeCommit: (id) =>
-        Effect.flatMap(Images, (images) => images.claim(id, "crashed-worker", leaseMs)).pipe(
+        Effect.flatMap(ImageJobRepo, (jobs) => jobs.claim(id, "crashed-worker", leaseMs)).pipe(
           Effect.tap((job) => (Option.isNone(job) ? Effect.die("the crashed worker's claim failed") : Effect.void))
         )
     })
@@ -400,7 +408,7 @@ describe("conversion worker", () => {
     await rt.runPromise(
       Effect.gen(function* () {
         const sql = yield* PgClient.PgClient
-        const images = yield* Images
+        const images = yield* ImageRepo
         yield* sql.withTransaction(
           Effect.flatMap(images.findForUpdate(accountId, id), (row) => images.softDelete(Option.getOrThrow(row)))
         )
@@ -458,7 +466,7 @@ describe("conversion worker", () => {
     await rt.runPromise(
       Effect.gen(function* () {
         const sql = yield* PgClient.PgClient
-        const images = yield* Images
+        const images = yield* ImageRepo
         yield* sql.withTransaction(
           Effect.flatMap(images.findForUpdate(accountId, id), (row) => images.softDelete(Option.getOrThrow(row)))
         )

@@ -211,8 +211,8 @@ const listAll = async (key: string, limit = 100) => {
 }
 
 const markReady = (id: string, bytes = 1234) =>
-  t.withImages((images) =>
-    images.markReady(id, {
+  t.withImages(({ jobs }) =>
+    jobs.markReady(id, {
       mimeType: "image/webp",
       ext: "webp",
       blobKey: `test/${id}`,
@@ -258,16 +258,16 @@ describe("POST /images: accepted uploads", () => {
     const r = await uploadMultipart([filePart(jpg, "image/jpeg"), { name: "content_rating", value: "nsfw" }])
     const image = expectEnvelope(r, 202)
     expectProcessingRecord(image)
-    const stored = await t.withImages((images) => images.byId(image.id))
+    const stored = await t.withImages(({ images }) => images.byId(image.id))
     expect(Option.getOrThrow(stored).requestedRating).toBe("nsfw")
   })
 
   it("takes content_rating as a query parameter for raw and multipart bodies", async () => {
     const raw = expectEnvelope(await uploadRaw(png, "image/png", { query: "?content_rating=general" }), 202)
     const multi = expectEnvelope(await uploadMultipart([filePart(png)], { query: "?content_rating=nsfw" }), 202)
-    const rows = await t.withImages((images) => images.byId(raw.id))
+    const rows = await t.withImages(({ images }) => images.byId(raw.id))
     expect(Option.getOrThrow(rows).requestedRating).toBe("general")
-    expect(Option.getOrThrow(await t.withImages((images) => images.byId(multi.id))).requestedRating).toBe("nsfw")
+    expect(Option.getOrThrow(await t.withImages(({ images }) => images.byId(multi.id))).requestedRating).toBe("nsfw")
   })
 
   it("judges by the bytes, not the declared type: JPEG bytes sent as image/png are accepted", async () => {
@@ -570,7 +570,7 @@ describe("scopes and ownership", () => {
   it("an existing longer id with a legacy non-WebP url stays valid: read, listed, rated and deleted by its id", async () => {
     const owner = await t.newAccount()
     const id = `legacy_${randomBytes(12).toString("hex")}`
-    await t.withImages((images) =>
+    await t.withImages(({ images, jobs }) =>
       Effect.gen(function* () {
         yield* images.insert({
           id,
@@ -583,7 +583,7 @@ describe("scopes and ownership", () => {
           mimeType: "image/jpeg",
           ext: "jpg"
         })
-        yield* images.markReady(id, {
+        yield* jobs.markReady(id, {
           mimeType: "image/jpeg",
           ext: "jpg",
           blobKey: `legacy/${id}.jpg`,
@@ -702,7 +702,7 @@ describe("PATCH /images/{id}/rating", () => {
 
   it("answers 409 image_failed for an image whose conversion failed", async () => {
     const image = expectEnvelope(await uploadRaw(png, "image/png"), 202)
-    await t.withImages((images) => images.markFailed(image.id, "corrupt image data"))
+    await t.withImages(({ jobs }) => jobs.markFailed(image.id, "corrupt image data"))
     const failed = expectEnvelope(await get(`/images/${image.id}`), 200)
     expect(failed.status).toBe("failed")
     expect(failed.failure).toBe("corrupt image data")
@@ -792,16 +792,16 @@ describe("POST /images/url", () => {
   it("imports an image from a direct URL (202, processing record), following a safe redirect", async () => {
     const image = expectEnvelope(await importUrl(`${src}/img.png`), 202)
     expectProcessingRecord(image)
-    const stored = Option.getOrThrow(await t.withImages((images) => images.byId(image.id)))
+    const stored = Option.getOrThrow(await t.withImages(({ images }) => images.byId(image.id)))
     expect(stored.sourceUrl).toBe(`${src}/img.png`)
     expect(stored.sourceBytes).toBe(png.length)
     expectEnvelope(await importUrl(`${src}/to-img`), 202)
     // The bytes decide, not the source's Content-Type.
     expectEnvelope(await importUrl(`${src}/mislabelled.jpg`), 202)
     const declared = await importUrl("", { body: { url: `${src}/img.png`, content_rating: "nsfw" } })
-    expect(Option.getOrThrow(await t.withImages((images) => images.byId(declared.json.data.id))).requestedRating).toBe(
-      "nsfw"
-    )
+    expect(
+      Option.getOrThrow(await t.withImages(({ images }) => images.byId(declared.json.data.id))).requestedRating
+    ).toBe("nsfw")
   })
 
   it("slow sources cannot hold every database connection: 30 imports at once all succeed while other requests are served", async () => {

@@ -19,12 +19,16 @@ import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Media, MediaLayer } from "../../apps/media/Media.js"
 import type { DeclaredRating } from "../../domain/Image.js"
+import { BlobStore } from "../../domain/ports/BlobStore.js"
+import { ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
+import { ImageRepo } from "../../domain/ports/ImageRepo.js"
+import type { Outbox } from "../../domain/ports/Outbox.js"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { BlobStore } from "../../infra/blobstore/BlobStore.js"
 import { makeFsBlobStore } from "../../infra/blobstore/FsBlobStore.js"
 import { randomBase62 } from "../../infra/Ids.js"
-import { Images } from "../../infra/Images.js"
-import { Outbox } from "../../infra/Outbox.js"
+import { DatabaseHealthLive } from "../../infra/postgres/Health.js"
+import { ImageReposLive } from "../../infra/postgres/Layers.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { testDatabaseLayer } from "../support/eventlog.js"
 import { rawRequest, wire } from "../support/http.js"
@@ -32,8 +36,8 @@ import { rawRequest, wire } from "../support/http.js"
 const RATING = "x-service-content-rating"
 
 const envLayer = (databaseUrl: string, objects: string) =>
-  Layer.mergeAll(Images.layer, Layer.succeed(BlobStore, makeFsBlobStore(objects))).pipe(
-    Layer.provideMerge(Outbox.layer),
+  Layer.mergeAll(ImageReposLive, DatabaseHealthLive, Layer.succeed(BlobStore, makeFsBlobStore(objects))).pipe(
+    Layer.provideMerge(OutboxLive),
     Layer.provideMerge(testDatabaseLayer(databaseUrl)),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
@@ -61,7 +65,7 @@ afterAll(async () => {
   if (objects) fs.rmSync(objects, { recursive: true, force: true })
 })
 
-const tx = <A, E>(effect: Effect.Effect<A, E, PgClient.PgClient | Images | Outbox | BlobStore>) =>
+const tx = <A, E>(effect: Effect.Effect<A, E, PgClient.PgClient | ImageRepo | ImageJobRepo | Outbox | BlobStore>) =>
   env.runPromise(Effect.flatMap(PgClient.PgClient, (sql) => sql.withTransaction(effect)))
 
 const webp = (color: string) =>
@@ -73,7 +77,7 @@ const webp = (color: string) =>
 const processingImage = async (ext = "webp", mimeType = "image/webp") => {
   const id = randomBase62(7)
   await tx(
-    Effect.flatMap(Images, (images) =>
+    Effect.flatMap(ImageRepo, (images) =>
       images.insert({
         id,
         accountId,
@@ -98,7 +102,7 @@ const readyImage = async (color = "#3366cc") => {
   await tx(
     Effect.gen(function* () {
       yield* Effect.orDie((yield* BlobStore).put(blobKey, bytes, "image/webp"))
-      yield* (yield* Images).markReady(id, {
+      yield* (yield* ImageJobRepo).markReady(id, {
         mimeType: "image/webp",
         ext: "webp",
         blobKey,
@@ -116,7 +120,7 @@ const readyImage = async (color = "#3366cc") => {
 const rate = (id: string, to: DeclaredRating) =>
   tx(
     Effect.gen(function* () {
-      const images = yield* Images
+      const images = yield* ImageRepo
       const row = Option.getOrThrow(yield* images.lockById(id))
       yield* images.rate(row, to, "owner", "owner")
     })
@@ -277,7 +281,7 @@ describe.each(["uws", "node"] as const)("media host on the %s engine", (engine) 
     expect((await hit(`${m.base}/${id}.webp`)).status).toBe(200)
     await tx(
       Effect.gen(function* () {
-        const images = yield* Images
+        const images = yield* ImageRepo
         yield* images.softDelete(Option.getOrThrow(yield* images.lockById(id)))
       })
     )
@@ -291,7 +295,7 @@ describe.each(["uws", "node"] as const)("media host on the %s engine", (engine) 
 
   it("a failed image, an unknown id and a wrong extension answer 404 without the rating header", async () => {
     const failed = await processingImage()
-    await tx(Effect.flatMap(Images, (images) => images.markFailed(failed, "not an image")))
+    await tx(Effect.flatMap(ImageJobRepo, (jobs) => jobs.markFailed(failed, "not an image")))
     const { id } = await readyImage()
     for (const p of [`/${failed}.webp`, `/${randomBase62(7)}.webp`, `/${id}.png`, `/${id}.WEBP`, `/${id}.jpg`]) {
       const r = await hit(`${m.base}${p}`)

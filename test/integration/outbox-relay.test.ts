@@ -3,8 +3,9 @@ import { Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime, Schema, Scope } 
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Batch, EventLog, EventLogError, type LogRecord } from "../../domain/EventLog.js"
-import { Outbox } from "../../infra/Outbox.js"
-import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
+import { Outbox } from "../../domain/ports/Outbox.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
+import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer, uniqueTopic } from "../support/eventlog.js"
 import { waitFor } from "../support/waitFor.js"
@@ -63,7 +64,7 @@ const unpublished = async (topic: string) =>
 beforeAll(async () => {
   databaseUrl = await createTestDatabase()
   base = ManagedRuntime.make(
-    Outbox.layer.pipe(Layer.provideMerge(embeddedEventLogLayer(databaseUrl)), Layer.provide(quiet))
+    OutboxLive.pipe(Layer.provideMerge(embeddedEventLogLayer(databaseUrl)), Layer.provide(quiet))
   )
   await base.runtime()
   db = new pg.Client({ connectionString: databaseUrl })

@@ -27,7 +27,9 @@ import {
   Topics
 } from "../../domain/Events.js"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { OutboxRelayLive } from "../../infra/OutboxRelay.js"
+import { LinkRepoLive } from "../../infra/postgres/Links.js"
+import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
+import { VisitorSecretRepoLive } from "../../infra/postgres/VisitorSecrets.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { embeddedEventLogLayer, kafkaEventLogLayer, testDatabaseLayer, testKafkaBrokers } from "../support/eventlog.js"
 import { waitFor, waitForEffect } from "../support/waitFor.js"
@@ -86,7 +88,11 @@ const startRedirector = (env: Env, engine: "uws" | "node"): Promise<Running> =>
         countryHeader: "cf-ipcountry"
       })
       const context = yield* Layer.buildWithScope(
-        RedirectorLayer.pipe(Layer.provide(config), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))),
+        RedirectorLayer.pipe(
+          Layer.provide(Layer.merge(LinkRepoLive, VisitorSecretRepoLive)),
+          Layer.provide(config),
+          Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+        ),
         scope
       ).pipe(
         Effect.withConfigProvider(

@@ -10,12 +10,8 @@ import * as tls from "node:tls"
 import { gzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  type FetchOptions,
-  redirectTarget,
-  SafeFetcher,
-  type SafeFetcherOptions
-} from "../../infra/fetcher/SafeFetcher.js"
+import { type FetchOptions, SafeFetcher } from "../../domain/ports/SafeFetcher.js"
+import { redirectTarget, type SafeFetcherOptions, safeFetcherLayer } from "../../infra/fetcher/SafeFetcher.js"
 import { waitForEffect } from "../support/waitFor.js"
 
 const PNG = Uint8Array.from([
@@ -172,7 +168,7 @@ const LOCAL: SafeFetcherOptions = { allowLoopback: true, retryDelayMs: 10 }
 
 const fetchWith = (options: SafeFetcherOptions, url: string, fetchOptions: Partial<FetchOptions> = {}) =>
   Effect.flatMap(SafeFetcher, (fetcher) => fetcher.fetch(url, { maxBytes: 1024 * 1024, ...fetchOptions })).pipe(
-    Effect.provide(SafeFetcher.layer(options))
+    Effect.provide(safeFetcherLayer(options))
   )
 
 const failureOf = (options: SafeFetcherOptions, url: string, fetchOptions: Partial<FetchOptions> = {}) =>

@@ -120,8 +120,8 @@ describe("GET /usage", () => {
     const partner = await t.newKey(account.accountId, ["images:write"], { unmetered: true })
     const image = await upload(account.key, bigger)
     const partnerImage = await upload(partner, png)
-    await t.withImages((images) =>
-      images.markReady(image.id, {
+    await t.withImages(({ jobs }) =>
+      jobs.markReady(image.id, {
         mimeType: "image/webp",
         ext: "webp",
         blobKey: `test/${image.id}`,

@@ -10,20 +10,23 @@ import { ApiHttpLive } from "../../apps/api/Server.js"
 import { ClickProjectorLive } from "../../apps/workers/ClickProjector.js"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import type { PlanLimits } from "../../domain/Plan.js"
+import { AccountRepo } from "../../domain/ports/AccountRepo.js"
+import { BlobStore } from "../../domain/ports/BlobStore.js"
+import { ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
+import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import type { Scope } from "../../domain/Scope.js"
-import { Accounts } from "../../infra/Accounts.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { ChdbAnalyticsLive } from "../../infra/analytics/Chdb.js"
 import { ClickHouseServerAnalyticsLive } from "../../infra/analytics/ClickHouseServer.js"
-import { BlobStore } from "../../infra/blobstore/BlobStore.js"
 import { makeFsBlobStore } from "../../infra/blobstore/FsBlobStore.js"
 import { codecLayer } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EmbeddedEventLogLive } from "../../infra/eventlog/Embedded.js"
-import { SafeFetcher, type SafeFetcherOptions } from "../../infra/fetcher/SafeFetcher.js"
-import { Images } from "../../infra/Images.js"
-import { Outbox } from "../../infra/Outbox.js"
+import { type SafeFetcherOptions, safeFetcherLayer } from "../../infra/fetcher/SafeFetcher.js"
 import { Plans } from "../../infra/Plans.js"
+import { AccountRepoLive } from "../../infra/postgres/Accounts.js"
+import { ImageReposLive } from "../../infra/postgres/Layers.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { createTestDatabase, dropTestDatabase } from "./database.js"
 
 export interface TestApi {
@@ -43,11 +46,16 @@ export interface TestApi {
   /** Moves an account to another plan (no check against the plan table: that is the CLI's). */
   readonly setPlan: (accountId: string, plan: string) => Promise<void>
   readonly revokeKey: (keyId: string) => Promise<void>
-  /** Runs an effect against the images repository of the test API's database (e.g. to mark an image ready). */
-  readonly withImages: <A, E>(f: (images: Images["Type"]) => Effect.Effect<A, E>) => Promise<A>
+  /** Runs an effect against the image repositories of the test API's database (e.g. to mark an image ready). */
+  readonly withImages: <A, E>(f: (repos: ImageRepos) => Effect.Effect<A, E>) => Promise<A>
   /** Publishes to the embedded event log (only with `clickProjector: true`). */
   readonly publish: (topic: string, records: ReadonlyArray<OutgoingRecord>) => Promise<void>
   readonly close: () => Promise<void>
+}
+
+export interface ImageRepos {
+  readonly images: ImageRepo["Type"]
+  readonly jobs: ImageJobRepo["Type"]
 }
 
 export interface TestAccount {
@@ -139,7 +147,7 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
   const workers = overrides.clickProjector
     ? ClickProjectorLive.pipe(Layer.provideMerge(EmbeddedEventLogLive))
     : (Layer.empty as unknown as Layer.Layer<EventLog>)
-  const fetcher = SafeFetcher.layer({
+  const fetcher = safeFetcherLayer({
     allowLoopback: true,
     ownHosts: [
       overrides.shortBase ?? "http://sho.rt",
@@ -155,8 +163,8 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     Layer.provide(fetcher),
     // Uploads keep their private source here until a conversion worker (not run here) takes it.
     Layer.provideMerge(Layer.succeed(BlobStore, makeFsBlobStore(blobDir))),
-    Layer.provideMerge(Accounts.layer),
-    Layer.provideMerge(Images.layer.pipe(Layer.provide(Outbox.layer))),
+    Layer.provideMerge(AccountRepoLive),
+    Layer.provideMerge(ImageReposLive.pipe(Layer.provide(OutboxLive))),
     Layer.provide(testAnalyticsLayer(analyticsEngine, analyticsDatabase)),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(config),
@@ -168,27 +176,27 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
   const server = await runtime.runPromise(HttpServer.HttpServer)
   const address = server.address as HttpServer.TcpAddress
   const baseUrl = `http://127.0.0.1:${address.port}`
-  const run = <A, E>(effect: Effect.Effect<A, E, Accounts>) => runtime.runPromise(effect)
+  const run = <A, E>(effect: Effect.Effect<A, E, AccountRepo>) => runtime.runPromise(effect)
   const newKey = (accountId: string, scopes: ReadonlyArray<Scope>, unmetered = false) =>
-    run(Effect.flatMap(Accounts, (a) => a.createKey({ accountId, scopes, unmetered })))
+    run(Effect.flatMap(AccountRepo, (a) => a.createKey({ accountId, scopes, unmetered })))
   return {
     baseUrl,
     api: `${baseUrl}/v1`,
     databaseUrl,
     newAccount: async (scopes = ALL_SCOPES, options = {}) => {
       const plan = options.plan ?? "free"
-      const account = await run(Effect.flatMap(Accounts, (a) => a.createAccount({ name: "test", plan })))
+      const account = await run(Effect.flatMap(AccountRepo, (a) => a.createAccount({ name: "test", plan })))
       const key = await newKey(account.id, scopes, options.unmetered ?? false)
       return { accountId: account.id, keyId: key.id, key: key.key }
     },
     newKey: async (accountId, scopes, options = {}) =>
       (await newKey(accountId, scopes, options.unmetered ?? false)).key,
     setPlan: async (accountId, plan) => {
-      await run(Effect.flatMap(Accounts, (a) => a.setPlan({ accountId, plan })))
+      await run(Effect.flatMap(AccountRepo, (a) => a.setPlan({ accountId, plan })))
     },
-    withImages: (f) => runtime.runPromise(Effect.flatMap(Images, f)),
+    withImages: (f) => runtime.runPromise(Effect.flatMap(Effect.all({ images: ImageRepo, jobs: ImageJobRepo }), f)),
     revokeKey: async (keyId) => {
-      await run(Effect.flatMap(Accounts, (a) => a.revokeKey(keyId)))
+      await run(Effect.flatMap(AccountRepo, (a) => a.revokeKey(keyId)))
     },
     publish: async (topic, records) => {
       if (!overrides.clickProjector) throw new Error("startTestApi({ clickProjector: true }) publishes")

@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Either, Option } from "effect"
 import { Analytics, parseDimensions, resolveRange, toReport } from "../../../domain/Analytics.js"
 import { isLinkId } from "../../../domain/Link.js"
-import { Links } from "../../../infra/Links.js"
+import { LinkRepo } from "../../../domain/ports/LinkRepo.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
@@ -10,7 +10,7 @@ import { envelope } from "../Shared.js"
 
 export const AnalyticsHttp = HttpApiBuilder.group(Api, "analytics", (handlers) =>
   Effect.gen(function* () {
-    const links = yield* Links
+    const links = yield* LinkRepo
     const analytics = yield* Analytics
 
     return handlers.handle("get", ({ path, urlParams }) =>

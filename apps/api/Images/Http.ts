@@ -1,24 +1,28 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Data, Effect, Either, Option, Schema } from "effect"
+import type { Principal } from "../../../domain/Account.js"
 import {
   CreationRating,
   type DeclaredRating,
   declarationOutcome,
   extensionOf,
   IMAGE_ID_LENGTH,
+  type ImageRow,
   isImageId
 } from "../../../domain/Image.js"
 import { MAX_IMAGE_BYTES, sniffImageFormat } from "../../../domain/ImageFormat.js"
 import { imageUploadQuota, quotaDetail, storageQuota, usagePeriod } from "../../../domain/Plan.js"
-import type { Principal } from "../../../infra/Accounts.js"
+import { BlobStore } from "../../../domain/ports/BlobStore.js"
+import { Codec, type ImageInfo, type ProbeError } from "../../../domain/ports/Codec.js"
+import { ImageJobRepo } from "../../../domain/ports/ImageJobRepo.js"
+import { ImageRepo } from "../../../domain/ports/ImageRepo.js"
+import { RatingReviewRepo } from "../../../domain/ports/RatingReviewRepo.js"
+import { type FetchError, SafeFetcher } from "../../../domain/ports/SafeFetcher.js"
+import { StorageRepo } from "../../../domain/ports/StorageRepo.js"
+import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
-import { BlobStore } from "../../../infra/blobstore/BlobStore.js"
-import { Codec, type ImageInfo, type ProbeError } from "../../../infra/codec/ImageCodec.js"
-import { type FetchError, SafeFetcher } from "../../../infra/fetcher/SafeFetcher.js"
 import { randomBase62 } from "../../../infra/Ids.js"
-import { type ImageRow, Images } from "../../../infra/Images.js"
 import { Plans } from "../../../infra/Plans.js"
-import { Usage } from "../../../infra/Usage.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
@@ -49,13 +53,16 @@ const notAnImageDetail = (bytes: Uint8Array, error: ProbeError) => {
 export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
   Effect.gen(function* () {
     const operations = yield* IdempotentOperations
-    const images = yield* Images
+    const images = yield* ImageRepo
+    const imageJobs = yield* ImageJobRepo
+    const reviews = yield* RatingReviewRepo
+    const storage = yield* StorageRepo
     const blobs = yield* BlobStore
     const codec = yield* Codec
     const fetcher = yield* SafeFetcher
     const config = yield* AppConfig
     const plans = yield* Plans
-    const usage = yield* Usage
+    const usage = yield* UsageRepo
 
     const toApi = (row: ImageRow): Image => {
       const mimeType = row.mimeType ?? "image/webp"
@@ -120,7 +127,7 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
         const sourceKey = `sources/${randomBase62(22)}`
         let sourceWritten = false
         const insert = Effect.gen(function* () {
-          const reserved = yield* images.reserveStorage(principal.accountId, principal.unmetered, size, storageLimit)
+          const reserved = yield* storage.reserve(principal.accountId, principal.unmetered, size, storageLimit)
           if (Option.isNone(reserved)) return yield* new StorageFull({ limit: storageLimit ?? 0 })
           yield* blobs.put(sourceKey, source.bytes, source.info.mime_type).pipe(Effect.orDie)
           sourceWritten = true
@@ -143,7 +150,7 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
             )
           }
           if (row === undefined) return yield* Effect.dieMessage("could not allocate a free image id")
-          yield* images.insertJob(row.id)
+          yield* imageJobs.insert(row.id)
           yield* images.emit("image.uploaded", row)
           yield* images.auditDeclaration(row, principal.keyId)
           return row
@@ -158,7 +165,7 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
           Effect.tap((result) => (Either.isLeft(result) ? dropSource : Effect.void)),
           Effect.onError(() => dropSource),
           Effect.catchTag("StorageFull", (full) =>
-            Effect.flatMap(images.storage(principal.accountId), (storage) =>
+            Effect.flatMap(storage.current(principal.accountId), (storage) =>
               E.fail(
                 E.QuotaExceeded,
                 `The image does not fit in the plan's storage (plan ${principal.plan}).`,
@@ -318,12 +325,12 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
             // The effective rating decides, also while processing (an owner declaration made at
             // upload is already effective; `unrated` counts as nsfw).
             if (declarationOutcome(row.rating, requested) === "apply") {
-              yield* images.closePendingReview(row.id)
+              yield* reviews.closePending(row.id)
               yield* images.rate(row, requested, "owner", principal.keyId)
               const rated = yield* owned(row.id)
               return yield* envelope(toApi(rated))
             }
-            const reviewed = yield* images.requestReview(row, requested)
+            const reviewed = yield* reviews.request(row, requested)
             return HttpServerResponse.unsafeJson(yield* envelope(toApi(reviewed)), { status: 202 })
           })
         )

@@ -1,16 +1,23 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Chunk, Effect, Either, Option, Stream } from "effect"
 import * as QRCode from "qrcode"
+import type { Principal } from "../../../domain/Account.js"
 import { Topics } from "../../../domain/Events.js"
-import { effectivePort, isLinkId, isLoopbackHost, isReservedSlug, type LinkRow } from "../../../domain/Link.js"
+import {
+  effectivePort,
+  isLinkId,
+  isLoopbackHost,
+  isReservedSlug,
+  type LinkFilter,
+  type LinkRow
+} from "../../../domain/Link.js"
 import { expiryCeiling, expiryWithinPlan, linkQuota, quotaDetail, usagePeriod } from "../../../domain/Plan.js"
-import type { Principal } from "../../../infra/Accounts.js"
+import { LinkRepo } from "../../../domain/ports/LinkRepo.js"
+import { Outbox } from "../../../domain/ports/Outbox.js"
+import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
 import { newId, newSlug } from "../../../infra/Ids.js"
-import { type LinkFilter, Links } from "../../../infra/Links.js"
-import { Outbox } from "../../../infra/Outbox.js"
 import { Plans } from "../../../infra/Plans.js"
-import { Usage } from "../../../infra/Usage.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
@@ -41,11 +48,11 @@ const CSV_COLUMNS = [
 export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
   Effect.gen(function* () {
     const operations = yield* IdempotentOperations
-    const links = yield* Links
+    const links = yield* LinkRepo
     const outbox = yield* Outbox
     const config = yield* AppConfig
     const plans = yield* Plans
-    const usage = yield* Usage
+    const usage = yield* UsageRepo
 
     /** host[:port], lower case, without the trailing dot a fully qualified name may carry. */
     const hostKey = (url: URL) => {

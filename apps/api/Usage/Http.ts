@@ -1,17 +1,17 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { imageUploadQuota, linkQuota, storageQuota, usagePeriod } from "../../../domain/Plan.js"
-import { Images } from "../../../infra/Images.js"
+import { StorageRepo } from "../../../domain/ports/StorageRepo.js"
+import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
 import { Plans } from "../../../infra/Plans.js"
-import { Usage } from "../../../infra/Usage.js"
 import { Api } from "../Api.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { envelope } from "../Shared.js"
 
 export const UsageHttp = HttpApiBuilder.group(Api, "usage", (handlers) =>
   Effect.gen(function* () {
-    const usage = yield* Usage
-    const images = yield* Images
+    const usage = yield* UsageRepo
+    const storageRepo = yield* StorageRepo
     const plans = yield* Plans
 
     return handlers.handle("get", () =>
@@ -23,7 +23,7 @@ export const UsageHttp = HttpApiBuilder.group(Api, "usage", (handlers) =>
           [
             usage.current(principal.accountId, period, "links"),
             usage.current(principal.accountId, period, "image_uploads"),
-            images.storage(principal.accountId)
+            storageRepo.current(principal.accountId)
           ],
           { concurrency: "unbounded" }
         )

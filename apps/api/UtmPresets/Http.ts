@@ -1,8 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { isPresetId } from "../../../domain/UtmPreset.js"
+import { UtmPresetRepo } from "../../../domain/ports/UtmPresetRepo.js"
+import { isPresetId, type UtmPresetRecord } from "../../../domain/UtmPreset.js"
 import { newId } from "../../../infra/Ids.js"
-import { type UtmPresetRecord, UtmPresets } from "../../../infra/UtmPresets.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
@@ -26,7 +26,7 @@ const notFound = () => E.fail(E.NotFound, "No such UTM preset.")
 export const UtmPresetsHttp = HttpApiBuilder.group(Api, "utmPresets", (handlers) =>
   Effect.gen(function* () {
     const operations = yield* IdempotentOperations
-    const presets = yield* UtmPresets
+    const presets = yield* UtmPresetRepo
 
     return withIdempotency(
       operations,

@@ -6,7 +6,8 @@ import {
   HttpServerRequest
 } from "@effect/platform"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { Accounts, type Principal } from "../../../infra/Accounts.js"
+import type { Principal } from "../../../domain/Account.js"
+import { AccountRepo } from "../../../domain/ports/AccountRepo.js"
 import * as E from "../Errors.js"
 import { RateLimit } from "./RateLimit.js"
 import { requireScope, scopeTable } from "./Scopes.js"
@@ -35,7 +36,7 @@ export const AuthenticationLive = <Groups extends HttpApiGroup.HttpApiGroup.Any,
   Layer.effect(
     Authentication,
     Effect.gen(function* () {
-      const accounts = yield* Accounts
+      const accounts = yield* AccountRepo
       const rateLimit = yield* RateLimit
       const scopes = scopeTable(api)
 

@@ -7,9 +7,9 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { Chunk, Context, Data, Effect, Either, Layer, Option, Schema } from "effect"
-import { Idempotency as IdempotencyRecords } from "../../../infra/Idempotency.js"
+import { Transactions } from "../../../domain/ports/Database.js"
+import { IdempotencyStore } from "../../../domain/ports/IdempotencyStore.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "./Authentication.js"
 import { JsonBody } from "./JsonBody.js"
@@ -181,8 +181,8 @@ class NotStored extends Data.TaggedError("NotStored")<{
  */
 export class IdempotentOperations extends Effect.Service<IdempotentOperations>()("IdempotentOperations", {
   effect: Effect.gen(function* () {
-    const records = yield* IdempotencyRecords
-    const sql = yield* SqlClient.SqlClient
+    const records = yield* IdempotencyStore
+    const transactions = yield* Transactions
     // URL imports fetch inside their transaction (up to 15 s): at most OUTBOUND_CONCURRENCY
     // at once, waiting before they take a connection, well below the pool's 20.
     const outboundSlots = yield* Effect.makeSemaphore(OUTBOUND_CONCURRENCY)
@@ -230,7 +230,7 @@ export class IdempotentOperations extends Effect.Service<IdempotentOperations>()
         yield* records.save(principal.accountId, key, { fingerprint, ...stored, body: Buffer.from(stored.body) })
         return response
       })
-      const transaction = sql.withTransaction(once).pipe(
+      const transaction = transactions.withTransaction(once).pipe(
         Effect.catchIf(
           (failure): failure is NotStored => failure instanceof NotStored,
           ({ outcome }) => (Either.isRight(outcome) ? Effect.succeed(outcome.right) : Effect.fail(outcome.left as Err))

@@ -1,6 +1,6 @@
 import { Effect, type Layer } from "effect"
+import type { Principal } from "../../../domain/Account.js"
 import { newBucket, type PlanLimits, retryAfterSeconds, type TokenBucket, takeToken } from "../../../domain/Plan.js"
-import type { Principal } from "../../../infra/Accounts.js"
 import { Plans } from "../../../infra/Plans.js"
 import * as E from "../Errors.js"
 

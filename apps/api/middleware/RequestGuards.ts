@@ -1,6 +1,6 @@
 import { type HttpApp, HttpServerRequest } from "@effect/platform"
 import { Effect, FiberRef } from "effect"
-import { looksLikeApiKey } from "../../../infra/Accounts.js"
+import { looksLikeApiKey } from "../../../domain/Account.js"
 import * as E from "../Errors.js"
 
 /** Query parameters that clients commonly (and wrongly) use to send a key. */

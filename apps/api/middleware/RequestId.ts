@@ -2,7 +2,7 @@ import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/pla
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Effect } from "effect"
 import { AnalyticsError } from "../../../domain/Analytics.js"
-import { BlobStoreError } from "../../../infra/blobstore/BlobStore.js"
+import { BlobStoreError } from "../../../domain/ports/BlobStore.js"
 import { EmbeddedPostgresError } from "../../../infra/EmbeddedPostgres.js"
 import { newRequestId } from "../../../infra/Ids.js"
 import * as E from "../Errors.js"

@@ -1,7 +1,7 @@
 import { HttpApi, type HttpApiGroup, HttpRouter } from "@effect/platform"
 import { Context, Effect, Option } from "effect"
+import type { Principal } from "../../../domain/Account.js"
 import type { Scope } from "../../../domain/Scope.js"
-import type { Principal } from "../../../infra/Accounts.js"
 import * as E from "../Errors.js"
 
 /** The scope an endpoint requires: an annotation on the endpoint, read once per API. */

@@ -1,6 +1,6 @@
 import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { SqlClient } from "@effect/sql"
 import { Effect, FiberRef } from "effect"
+import { DatabaseHealth } from "../../../domain/ports/Database.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
 import * as E from "../Errors.js"
 import { openApiDocument } from "../OpenApiDoc.js"
@@ -10,7 +10,7 @@ import { openApiDocument } from "../OpenApiDoc.js"
  * `/readyz` (the database answers within 2 s, else 503) and `/v1/openapi.json`.
  */
 export const makeSystemRoutes = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
+  const database = yield* DatabaseHealth
   const config = yield* AppConfig
   // Paths in the document carry /v1, so the server is {base_url} without it.
   const openapi = HttpServerResponse.unsafeJson(
@@ -19,7 +19,7 @@ export const makeSystemRoutes = Effect.gen(function* () {
   )
   const healthy = HttpServerResponse.unsafeJson({ status: "ok" })
   const ready = HttpServerResponse.unsafeJson({ status: "ready" })
-  const readiness = sql`SELECT 1`.pipe(
+  const readiness = database.ping.pipe(
     Effect.timeout("2 seconds"),
     Effect.as(ready),
     Effect.catchAllCause(() =>

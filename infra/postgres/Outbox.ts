@@ -1,20 +1,8 @@
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer } from "effect"
-import { newId } from "./Ids.js"
+import { Effect, Layer } from "effect"
+import { Outbox, type OutboxEvent } from "../../domain/ports/Outbox.js"
+import { newId } from "../Ids.js"
 
-export interface OutboxEvent<T extends string = string, D = unknown> {
-  readonly id: string
-  readonly type: T
-  readonly version: 1
-  readonly occurred_at: string
-  readonly account_id: string
-  readonly data: D
-}
-
-/**
- * Events appended in the same transaction as the change they describe; a relay publishes
- * them to the event log in order.
- */
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const append = <T extends string, D>(
@@ -37,9 +25,8 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
   }
-  return { append } as const
+  return Outbox.of({ append })
 })
 
-export class Outbox extends Context.Tag("Outbox")<Outbox, Effect.Effect.Success<typeof make>>() {
-  static readonly layer = Layer.effect(Outbox, make)
-}
+/** The outbox table; OutboxRelay.ts publishes it. */
+export const OutboxLive: Layer.Layer<Outbox, never, PgClient.PgClient> = Layer.effect(Outbox, make)

@@ -1,7 +1,8 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option } from "effect"
-import type { UtmPresetRow } from "../domain/UtmPreset.js"
+import { Effect, Layer, Option } from "effect"
+import { UtmPresetRepo } from "../../domain/ports/UtmPresetRepo.js"
+import type { UtmPresetChanges, UtmPresetRecord, UtmPresetRow } from "../../domain/UtmPreset.js"
 
 interface DbUtmPreset {
   seq: string
@@ -12,8 +13,6 @@ interface DbUtmPreset {
   created_at: Date
   updated_at: Date
 }
-
-export type UtmPresetRecord = UtmPresetRow & { readonly seq: bigint }
 
 const toRow = (r: DbUtmPreset): UtmPresetRecord => ({
   seq: BigInt(r.seq),
@@ -34,15 +33,9 @@ const isUniqueViolation = (error: SqlError, constraint: string) => {
 }
 const NAME_CONSTRAINT = "utm_presets_account_id_name_key"
 
-export interface UtmPresetChanges {
-  readonly name?: string | undefined
-  readonly utm?: UtmPresetRow["utm"] | undefined
-}
-
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
-  /** Inserts unless the account already has a preset of that name; returns None then. */
   const insert = (preset: Omit<UtmPresetRow, "createdAt" | "updatedAt">) =>
     sql<DbUtmPreset>`
       INSERT INTO utm_presets (id, account_id, name, utm)
@@ -56,7 +49,6 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
-  /** Locks the row for the rest of the transaction. */
   const findForUpdate = (accountId: string, id: string) =>
     sql<DbUtmPreset>`SELECT * FROM utm_presets WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`.pipe(
       Effect.map(first),
@@ -64,7 +56,6 @@ const make = Effect.gen(function* () {
     )
 
   /**
-   * Applies the changes; None when the new name is taken by another preset of the account.
    * The statement runs in a savepoint so that a name conflict leaves the surrounding
    * transaction usable (the idempotency record still has to be written).
    */
@@ -84,14 +75,12 @@ const make = Effect.gen(function* () {
       )
   }
 
-  /** Deletes the account's preset; returns it as it was, or None when there is none. */
   const remove = (accountId: string, id: string) =>
     sql<DbUtmPreset>`DELETE FROM utm_presets WHERE id = ${id} AND account_id = ${accountId} RETURNING *`.pipe(
       Effect.map(first),
       Effect.orDie
     )
 
-  /** The account's presets, newest first, after the keyset position `afterSeq`. */
   const list = (accountId: string, options: { readonly afterSeq?: bigint | undefined; readonly limit: number }) => {
     const conditions = [sql`account_id = ${accountId}`]
     if (options.afterSeq !== undefined) conditions.push(sql`seq < ${options.afterSeq.toString()}`)
@@ -103,9 +92,7 @@ const make = Effect.gen(function* () {
     )
   }
 
-  return { insert, find, findForUpdate, update, remove, list } as const
+  return UtmPresetRepo.of({ insert, find, findForUpdate, update, remove, list })
 })
 
-export class UtmPresets extends Context.Tag("UtmPresets")<UtmPresets, Effect.Effect.Success<typeof make>>() {
-  static readonly layer = Layer.effect(UtmPresets, make)
-}
+export const UtmPresetRepoLive: Layer.Layer<UtmPresetRepo, never, PgClient.PgClient> = Layer.effect(UtmPresetRepo, make)

@@ -1,24 +1,13 @@
 import { createHash } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Duration, Effect, Layer, Option, Schedule } from "effect"
+import { IdempotencyStore, type StoredResponse } from "../../domain/ports/IdempotencyStore.js"
 
 export const RETENTION_HOURS = 24
 
-export interface StoredResponse {
-  readonly fingerprint: string
-  readonly status: number
-  readonly contentType: string | null
-  readonly body: Buffer
-}
-
-/**
- * Idempotency records, scoped per account. Every call runs in the caller's transaction:
- * the record commits (or rolls back) with the change it answers for.
- */
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
-  /** Deletes the records older than the retention period; returns how many. */
   const purgeExpired = sql<{ n: string }>`
     WITH gone AS (
       DELETE FROM idempotency_records WHERE created_at < now() - make_interval(hours => ${RETENTION_HOURS}) RETURNING 1
@@ -31,10 +20,7 @@ const make = Effect.gen(function* () {
     Effect.forkScoped
   )
 
-  /**
-   * A transaction-scoped advisory lock on (account, key): false while another request with
-   * the same key is still running. Released when the transaction ends.
-   */
+  /** A transaction-scoped advisory lock on (account, key), released when the transaction ends. */
   const tryLock = (accountId: string, key: string) => {
     const lockId = createHash("sha256").update(`${accountId}\0${key}`).digest().readBigInt64BE(0)
     return sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${lockId.toString()}::bigint) AS locked`.pipe(
@@ -42,7 +28,6 @@ const make = Effect.gen(function* () {
     )
   }
 
-  /** The stored response for this key, if it is younger than the retention period. */
   const find = (accountId: string, key: string) =>
     sql<{ fingerprint: string; status: number; content_type: string | null; body: Buffer }>`
       SELECT fingerprint, status, content_type, body FROM idempotency_records
@@ -61,7 +46,6 @@ const make = Effect.gen(function* () {
       )
     )
 
-  /** Stores the response; an expired record under the same key is replaced. */
   const save = (accountId: string, key: string, stored: StoredResponse) =>
     sql`
       INSERT INTO idempotency_records (account_id, key, fingerprint, status, content_type, body)
@@ -70,9 +54,11 @@ const make = Effect.gen(function* () {
         fingerprint = EXCLUDED.fingerprint, status = EXCLUDED.status, content_type = EXCLUDED.content_type,
         body = EXCLUDED.body, created_at = now()`.pipe(Effect.asVoid)
 
-  return { tryLock, find, save, purgeExpired } as const
+  return IdempotencyStore.of({ tryLock, find, save, purgeExpired })
 })
 
-export class Idempotency extends Context.Tag("Idempotency")<Idempotency, Effect.Effect.Success<typeof make>>() {
-  static readonly layer = Layer.scoped(Idempotency, make)
-}
+/** Records kept RETENTION_HOURS; expired ones are purged every 10 minutes while the layer lives. */
+export const IdempotencyStoreLive: Layer.Layer<IdempotencyStore, never, PgClient.PgClient> = Layer.scoped(
+  IdempotencyStore,
+  make
+)

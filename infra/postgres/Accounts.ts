@@ -1,27 +1,12 @@
 import { createHash, timingSafeEqual } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Data, Effect, Layer, Option, Schedule, Stream } from "effect"
-import type { Scope } from "../domain/Scope.js"
-import { newId, randomBase62 } from "./Ids.js"
+import { Effect, Layer, Option, Schedule, Stream } from "effect"
+import { AccountNotFound, API_KEY_FORMAT, KeyNotFound, type Principal } from "../../domain/Account.js"
+import { AccountRepo } from "../../domain/ports/AccountRepo.js"
+import type { Scope } from "../../domain/Scope.js"
+import { newId, randomBase62 } from "../Ids.js"
 
-/** Who is calling: resolved from the API key on every request. */
-export interface Principal {
-  readonly keyId: string
-  readonly accountId: string
-  readonly plan: string
-  readonly scopes: ReadonlySet<string>
-  readonly unmetered: boolean
-}
-
-export class AccountNotFound extends Data.TaggedError("AccountNotFound")<{ readonly id: string }> {}
-export class KeyNotFound extends Data.TaggedError("KeyNotFound")<{ readonly id: string }> {}
-
-// sk_<key id: 22 base62>_<secret: 64 hex>. The id part finds the record; only the SHA-256
-// of the secret is stored, and it is compared in constant time.
-const KEY_FORMAT = /^sk_([0-9A-Za-z]{22})_([0-9a-f]{64})$/
-
-export const looksLikeApiKey = (s: string): boolean => /sk_[0-9A-Za-z]{22}_[0-9a-f]{16,}/.test(s)
-
+// Only the SHA-256 of a key's secret is stored, and it is compared in constant time.
 const sha256 = (s: string) => createHash("sha256").update(s).digest()
 
 const REVOKED_CHANNEL = "api_keys_revoked"
@@ -60,9 +45,9 @@ const make = (options: { readonly cache: boolean }) =>
       })
 
     /**
-     * Moves an account to another plan (the caller checks the name against the plan table).
-     * The account's keys leave every API process's cache at once, through the same
-     * notification a revocation sends, so the new plan applies from the next request.
+     * Moves an account to another plan. The account's keys leave every API process's cache
+     * at once, through the same notification a revocation sends, so the new plan applies
+     * from the next request.
      */
     const setPlan = (input: { readonly accountId: string; readonly plan: string }) =>
       Effect.gen(function* () {
@@ -103,7 +88,7 @@ const make = (options: { readonly cache: boolean }) =>
       }).pipe(sql.withTransaction)
 
     const authenticate = (token: string): Effect.Effect<Option.Option<Principal>> => {
-      const match = KEY_FORMAT.exec(token)
+      const match = API_KEY_FORMAT.exec(token)
       if (match === null) return Effect.succeedNone
       const [, idPart, secret] = match
       const keyId = `key_${idPart}`
@@ -142,12 +127,17 @@ const make = (options: { readonly cache: boolean }) =>
       )
     }
 
-    return { createAccount, setPlan, createKey, revokeKey, authenticate } as const
+    return AccountRepo.of({ createAccount, setPlan, createKey, revokeKey, authenticate })
   })
 
-export class Accounts extends Context.Tag("Accounts")<Accounts, Effect.Effect.Success<ReturnType<typeof make>>>() {
-  /** Every lookup reads the database: for the CLI and other short-lived callers. */
-  static readonly layer = Layer.scoped(Accounts, make({ cache: false }))
-  /** Valid keys cached for 10 s, evicted at once on revocation (LISTEN/NOTIFY): for the API. */
-  static readonly layerCached = Layer.scoped(Accounts, make({ cache: true }))
-}
+/** Every lookup reads the database: for the CLI and other short-lived callers. */
+export const AccountRepoLive: Layer.Layer<AccountRepo, never, PgClient.PgClient> = Layer.scoped(
+  AccountRepo,
+  make({ cache: false })
+)
+
+/** Valid keys cached for 10 s, evicted at once on revocation (LISTEN/NOTIFY): for the API. */
+export const AccountRepoCachedLive: Layer.Layer<AccountRepo, never, PgClient.PgClient> = Layer.scoped(
+  AccountRepo,
+  make({ cache: true })
+)

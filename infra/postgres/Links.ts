@@ -1,6 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
-import { Chunk, Context, Effect, Layer, Option, Stream } from "effect"
-import type { LinkRow, LinkStatus } from "../domain/Link.js"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import type { LinkFilter, LinkRecord, LinkRow, LinkSearch, LinkSnapshot, LinkStatus } from "../../domain/Link.js"
+import { type LinkOptionsChange, LinkRepo } from "../../domain/ports/LinkRepo.js"
 
 interface DbLink {
   seq: string
@@ -15,7 +16,7 @@ interface DbLink {
   updated_at: Date
 }
 
-const toRow = (r: DbLink): LinkRow & { readonly seq: bigint } => ({
+const toRow = (r: DbLink): LinkRecord => ({
   seq: BigInt(r.seq),
   id: r.id,
   accountId: r.account_id,
@@ -28,24 +29,35 @@ const toRow = (r: DbLink): LinkRow & { readonly seq: bigint } => ({
   updatedAt: r.updated_at
 })
 
-export interface LinkSearch {
-  readonly afterSeq?: bigint | undefined
-  readonly limit: number
-  readonly q?: string | undefined
-  readonly status?: LinkStatus | undefined
-  readonly createdAfter?: Date | undefined
-  readonly createdBefore?: Date | undefined
+interface DbSnapshot {
+  readonly seq: string
+  readonly id: string
+  readonly account_id: string
+  readonly slug: string
+  readonly destination_url: string
+  readonly status: string
+  readonly utm: Record<string, string> | null
+  readonly expires_at: Date | null
+  readonly updated_at: Date
 }
 
-/** The filters of a search, without its paging. */
-export type LinkFilter = Omit<LinkSearch, "afterSeq" | "limit">
+const toSnapshot = (r: DbSnapshot): LinkSnapshot => ({
+  seq: BigInt(r.seq),
+  id: r.id,
+  accountId: r.account_id,
+  slug: r.slug,
+  destinationUrl: r.destination_url,
+  status: r.status,
+  utm: r.utm,
+  expiresAt: r.expires_at,
+  updatedAt: r.updated_at
+})
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
-  /** Inserts unless the slug is taken; returns None on a slug conflict. */
   const insert = (link: Omit<LinkRow, "createdAt" | "updatedAt">) =>
     sql<DbLink>`
       INSERT INTO links (id, account_id, slug, destination_url, status, utm, expires_at)
@@ -63,7 +75,6 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
-  /** Locks the row for the rest of the transaction. */
   const findForUpdate = (accountId: string, id: string) =>
     sql<DbLink>`SELECT * FROM links WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`.pipe(
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRow)),
@@ -81,7 +92,7 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
-  const setOptions = (id: string, options: { readonly utm?: LinkRow["utm"]; readonly expiresAt?: Date | null }) =>
+  const setOptions = (id: string, options: LinkOptionsChange) =>
     sql<DbLink>`
       UPDATE links SET
         utm = CASE WHEN ${options.utm !== undefined} THEN ${options.utm == null ? null : sql.json(options.utm)}::jsonb ELSE utm END,
@@ -120,10 +131,6 @@ const make = Effect.gen(function* () {
     )
   }
 
-  /**
-   * Every link of the account that matches the filter, newest first, read in keyset pages so
-   * memory stays flat.
-   */
   const streamAll = (accountId: string, filter: LinkFilter = {}, pageSize = 500) =>
     Stream.paginateChunkEffect(undefined as bigint | undefined, (afterSeq) =>
       search(accountId, { ...filter, afterSeq, limit: pageSize }).pipe(
@@ -134,9 +141,24 @@ const make = Effect.gen(function* () {
       )
     )
 
-  return { insert, find, findForUpdate, setDestination, setOptions, disable, search, streamAll } as const
+  const snapshotsAfter = (afterSeq: bigint, limit: number) =>
+    sql<DbSnapshot>`
+        SELECT seq, id, account_id, slug, destination_url, status, utm, expires_at, updated_at
+        FROM links WHERE seq > ${afterSeq.toString()} ORDER BY seq LIMIT ${limit}`.pipe(
+      Effect.map((rows) => rows.map(toSnapshot))
+    )
+
+  return LinkRepo.of({
+    insert,
+    find,
+    findForUpdate,
+    setDestination,
+    setOptions,
+    disable,
+    search,
+    streamAll,
+    snapshotsAfter
+  })
 })
 
-export class Links extends Context.Tag("Links")<Links, Effect.Effect.Success<typeof make>>() {
-  static readonly layer = Layer.effect(Links, make)
-}
+export const LinkRepoLive: Layer.Layer<LinkRepo, never, PgClient.PgClient> = Layer.effect(LinkRepo, make)

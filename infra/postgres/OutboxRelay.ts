@@ -1,8 +1,8 @@
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Exit, Layer, Queue, Schedule } from "effect"
-import { EventLog } from "../domain/EventLog.js"
-import { listenInBackground } from "./eventlog/Embedded.js"
-import { backoff, POLL_INTERVAL_MS } from "./eventlog/Shared.js"
+import { EventLog } from "../../domain/EventLog.js"
+import { backoff, POLL_INTERVAL_MS } from "../eventlog/Shared.js"
+import { listenInBackground } from "./Listen.js"
 
 /** The advisory lock that makes one relay at a time publish (so the log gets the outbox order). */
 export const RELAY_LOCK_ID = 7_301_004_001n

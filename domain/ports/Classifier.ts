@@ -4,7 +4,7 @@
  * HTTP service, and `none` (nothing is classified: images stay `unrated`).
  */
 import { Context, Data, type Effect } from "effect"
-import type { DeclaredRating } from "../../domain/Image.js"
+import type { DeclaredRating } from "../Image.js"
 
 export interface Classification {
   readonly rating: DeclaredRating

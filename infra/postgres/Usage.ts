@@ -1,7 +1,8 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Data, Effect, Either, Layer, Option } from "effect"
-import type { UsageMetric } from "../domain/Plan.js"
+import { Data, Effect, Either, Layer, Option } from "effect"
+import type { UsageMetric } from "../../domain/Plan.js"
+import { UsageRepo } from "../../domain/ports/UsageRepo.js"
 
 /** The quota refused the use: internal to `counted`, which answers Left(used) instead. */
 class Refused extends Data.TaggedError("UsageRefused") {}
@@ -9,17 +10,10 @@ class Refused extends Data.TaggedError("UsageRefused") {}
 const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
 const isRefused = (u: unknown): u is Refused => u instanceof Refused
 
-/**
- * Usage counters per account, period (`YYYY-MM`, UTC) and metric. Every call runs in the
- * caller's transaction: a use is counted with the change it counts, or not at all.
- */
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
   /**
-   * Counts one use unless that would go past `limit` (null: no limit, count anyway).
-   * Returns the new value, or None when the quota is used up, and then nothing changed.
-   *
    * One conditional upsert: the row lock it takes serializes concurrent uses of the same
    * counter until the transaction ends, and the WHERE is re-checked against the latest
    * committed value, so concurrent requests can never go past the limit. A limit of 0
@@ -37,7 +31,6 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
-  /** The current value (0 when nothing was counted). */
   const current = (accountId: string, period: string, metric: UsageMetric) =>
     sql<{ value: string }>`
       SELECT value FROM usage_counters
@@ -47,11 +40,9 @@ const make = Effect.gen(function* () {
     )
 
   /**
-   * Runs `use` (the change being counted), then counts it, all inside a savepoint of the
-   * caller's transaction. When the quota is used up, the savepoint is rolled back (so `use`
-   * changed nothing) and the answer is Left(current value). When `use` fails, nothing is
-   * counted. Counting last keeps the counter's row lock, which serializes the account's
-   * uses of that counter until commit, for the shortest time.
+   * The savepoint is rolled back when the quota is used up (so `use` changed nothing).
+   * Counting last keeps the counter's row lock, which serializes the account's uses of that
+   * counter until commit, for the shortest time.
    */
   const counted = <A, E, R>(
     accountId: string,
@@ -74,9 +65,7 @@ const make = Effect.gen(function* () {
         Effect.catchIf(isSqlError, Effect.die)
       )
 
-  return { reserve, current, counted } as const
+  return UsageRepo.of({ reserve, current, counted })
 })
 
-export class Usage extends Context.Tag("Usage")<Usage, Effect.Effect.Success<typeof make>>() {
-  static readonly layer = Layer.effect(Usage, make)
-}
+export const UsageRepoLive: Layer.Layer<UsageRepo, never, PgClient.PgClient> = Layer.effect(UsageRepo, make)

@@ -1,0 +1,43 @@
+import { Data } from "effect"
+import type { Scope } from "./Scope.js"
+
+/** Who is calling: resolved from the API key on every request. */
+export interface Principal {
+  readonly keyId: string
+  readonly accountId: string
+  readonly plan: string
+  readonly scopes: ReadonlySet<string>
+  readonly unmetered: boolean
+}
+
+export class AccountNotFound extends Data.TaggedError("AccountNotFound")<{ readonly id: string }> {}
+export class KeyNotFound extends Data.TaggedError("KeyNotFound")<{ readonly id: string }> {}
+
+/**
+ * An API key: sk_<key id: 22 base62>_<secret: 64 hex>. The id part finds the record; only
+ * the SHA-256 of the secret is stored.
+ */
+export const API_KEY_FORMAT = /^sk_([0-9A-Za-z]{22})_([0-9a-f]{64})$/
+
+/** Whether the text carries something shaped like an API key (to refuse keys sent in the wrong place). */
+export const looksLikeApiKey = (s: string): boolean => /sk_[0-9A-Za-z]{22}_[0-9a-f]{16,}/.test(s)
+
+export interface Account {
+  readonly id: string
+  readonly name: string
+  readonly plan: string
+}
+
+/** A key as issued: `key` is the secret, shown once. */
+export interface IssuedKey {
+  readonly id: string
+  readonly key: string
+  readonly scopes: ReadonlyArray<Scope>
+  readonly unmetered: boolean
+}
+
+export interface RevokedKey {
+  readonly id: string
+  /** ISO 8601: when it was first revoked. */
+  readonly revoked_at: string
+}
