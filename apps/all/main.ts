@@ -2,24 +2,16 @@ import { Effect, Layer } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { BlobStoreLive } from "../../infra/blobstore/BlobStoreLive.js"
-import { ClassifierLive } from "../../infra/classifier/ClassifierLive.js"
 import { CodecLive } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
 import { SafeFetcherLive } from "../../infra/fetcher/SafeFetcher.js"
 import { runMain } from "../../infra/Main.js"
 import { Plans } from "../../infra/Plans.js"
-import { DatabasePortsLive, ImageReposLive } from "../../infra/postgres/Layers.js"
-import { LinkRepoLive } from "../../infra/postgres/Links.js"
-import { OutboxLive } from "../../infra/postgres/Outbox.js"
-import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
-import { VisitorSecretRepoLive } from "../../infra/postgres/VisitorSecrets.js"
 import { ApiServerLive } from "../api/Server.js"
-import { MediaLive } from "../media/Media.js"
-import { RedirectorLive } from "../redirector/Redirector.js"
-import { ClickProjectorLive } from "../workers/ClickProjector.js"
-import { ImageClassifierLive } from "../workers/ImageClassifier.js"
-import { ImageConverterLive } from "../workers/ImageConverter.js"
+import { MediaAppLive } from "../media/Live.js"
+import { RedirectorAppLive } from "../redirector/Live.js"
+import { WorkersAppLive } from "../workers/Live.js"
 
 const Banner = Layer.scopedDiscard(
   Effect.gen(function* () {
@@ -34,24 +26,14 @@ const Banner = Layer.scopedDiscard(
 )
 
 /**
- * The embedded default: every app in one process (API, redirector, image host, outbox relay,
- * click projector, image converter and classifier) on the embedded engines under DATA_DIR:
+ * The embedded default: every app's composition root in one process (API, redirector, image
+ * host, and the workers: outbox relay, click projector, image converter and classifier) on
+ * the engines, shared (each is built once): by default the embedded ones under DATA_DIR:
  * PostgreSQL, the event log in it, chDB, files. With DATABASE_URL / KAFKA_BROKERS /
  * CLICKHOUSE_URL / S3_BUCKET set, the same process uses those.
  */
 runMain(
-  Layer.mergeAll(
-    ApiServerLive,
-    RedirectorLive,
-    MediaLive,
-    OutboxRelayLive,
-    ClickProjectorLive,
-    ImageConverterLive,
-    ImageClassifierLive.pipe(Layer.provide(ClassifierLive)),
-    Banner
-  ).pipe(
-    Layer.provide(ImageReposLive.pipe(Layer.provide(OutboxLive))),
-    Layer.provide(Layer.mergeAll(LinkRepoLive, VisitorSecretRepoLive, DatabasePortsLive)),
+  Layer.mergeAll(ApiServerLive, RedirectorAppLive, MediaAppLive, WorkersAppLive, Banner).pipe(
     Layer.provide(AnalyticsLive),
     Layer.provide(CodecLive),
     Layer.provide(SafeFetcherLive),

@@ -4,10 +4,8 @@ import { BlobStoreLive } from "../../infra/blobstore/BlobStoreLive.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { httpEngineConfig } from "../../infra/http/HttpServer.js"
 import { runMain } from "../../infra/Main.js"
-import { DatabaseHealthLive } from "../../infra/postgres/Health.js"
-import { ImageReposLive } from "../../infra/postgres/Layers.js"
-import { OutboxLive } from "../../infra/postgres/Outbox.js"
-import { MediaLive, mediaCacheBytesConfig, mediaReportsPerMinuteConfig } from "./Media.js"
+import { MediaAppLive } from "./Live.js"
+import { mediaCacheBytesConfig, mediaReportsPerMinuteConfig } from "./Media.js"
 
 // Every setting is read first (AppConfig, HTTP_ENGINE, MEDIA_*), so a bad one stops start-up
 // before the database starts.
@@ -18,12 +16,4 @@ const Settings = Layer.merge(
 
 // The image host on its own (`npm run start:media`): as many copies as needed, all reading
 // the same PostgreSQL and blob store.
-runMain(
-  MediaLive.pipe(
-    Layer.provide(Layer.merge(ImageReposLive, DatabaseHealthLive)),
-    Layer.provide(OutboxLive),
-    Layer.provide(BlobStoreLive),
-    Layer.provideMerge(DatabaseLive),
-    Layer.provide(Settings)
-  )
-)
+runMain(MediaAppLive.pipe(Layer.provide(BlobStoreLive), Layer.provideMerge(DatabaseLive), Layer.provide(Settings)))

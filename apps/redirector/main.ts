@@ -4,9 +4,8 @@ import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
 import { httpEngineConfig } from "../../infra/http/HttpServer.js"
 import { runMain } from "../../infra/Main.js"
-import { LinkRepoLive } from "../../infra/postgres/Links.js"
-import { VisitorSecretRepoLive } from "../../infra/postgres/VisitorSecrets.js"
-import { clickCaptureConfig, RedirectorLive } from "./Redirector.js"
+import { RedirectorAppLive } from "./Live.js"
+import { clickCaptureConfig } from "./Redirector.js"
 
 // Every setting is read first (AppConfig, HTTP_ENGINE, CLICK_CAPTURE), so a bad one stops
 // start-up before the database starts.
@@ -14,11 +13,4 @@ const Settings = Layer.merge(AppConfig.layer, Layer.effectDiscard(Config.all([ht
 
 // The short host on its own (`npm run start:redirector`): as many copies as needed, each with
 // its own slug table, all sharing PostgreSQL and the event log.
-runMain(
-  RedirectorLive.pipe(
-    Layer.provide(Layer.merge(LinkRepoLive, VisitorSecretRepoLive)),
-    Layer.provide(EventLogLive),
-    Layer.provide(DatabaseLive),
-    Layer.provide(Settings)
-  )
-)
+runMain(RedirectorAppLive.pipe(Layer.provide(EventLogLive), Layer.provide(DatabaseLive), Layer.provide(Settings)))
