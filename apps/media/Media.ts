@@ -14,6 +14,7 @@ import {
   type HttpHandler,
   serveHttp
 } from "../../infra/http/HttpServer.js"
+import { makeRateLimiter, retryAfterSeconds } from "../../infra/RateLimiter.js"
 import { messagePage, PAGE_CSP, REASON_MAX_CHARS, sharePage } from "./SharePage.js"
 
 const HTML = "text/html; charset=utf-8"
@@ -76,33 +77,6 @@ export class ByteLru {
       this.entries.delete(k)
       this.size -= v.byteLength
     }
-  }
-}
-
-/**
- * Fixed one-minute windows of counts per key, in memory. Keys are kept only for the current
- * window; past `maxKeys` distinct keys in one window new keys are refused (fail closed).
- */
-export class WindowLimiter {
-  private counts = new Map<string, number>()
-  private windowStart = 0
-  constructor(
-    readonly limit: number,
-    readonly windowMs = 60_000,
-    readonly maxKeys = 100_000
-  ) {}
-  /** 0 when allowed (and counted), otherwise the seconds until the window ends. */
-  take(key: string, now = Date.now()): number {
-    if (now - this.windowStart >= this.windowMs) {
-      this.counts = new Map()
-      this.windowStart = now
-    }
-    const count = this.counts.get(key) ?? 0
-    if (count >= this.limit || (count === 0 && this.counts.size >= this.maxKeys)) {
-      return Math.max(1, Math.ceil((this.windowStart + this.windowMs - now) / 1000))
-    }
-    this.counts.set(key, count + 1)
-    return 0
   }
 }
 
@@ -208,8 +182,10 @@ const parseReason = (body: Uint8Array): string | undefined => {
 export const makeMediaHandler = (deps: MediaDeps): HttpHandler => {
   const cache = new ByteLru(deps.cacheBytes)
   const loading = new Map<string, Promise<Uint8Array | undefined>>()
-  const perClient = new WindowLimiter(deps.reportsPerMinute)
-  const perImage = new WindowLimiter(REPORTS_PER_IMAGE_PER_MINUTE)
+  // Reports per client address and per image: a minute's allowance at once, refilled evenly.
+  const limiter = makeRateLimiter({ maxKeys: 100_000 })
+  const perClient = { perSecond: deps.reportsPerMinute / 60, burst: deps.reportsPerMinute }
+  const perImage = { perSecond: REPORTS_PER_IMAGE_PER_MINUTE / 60, burst: REPORTS_PER_IMAGE_PER_MINUTE }
   // Client addresses only ever appear keyed with a secret of this process: never stored.
   const clientSecret = randomBytes(32)
 
@@ -308,14 +284,14 @@ export const makeMediaHandler = (deps: MediaDeps): HttpHandler => {
 
   const report = (ex: HttpExchange, id: string) => {
     const client = createHmac("sha256", clientSecret).update(ex.remoteAddress()).digest("base64url")
-    const wait = perClient.take(client)
+    const wait = limiter.take(`client ${client}`, perClient)
     const isForm = /^application\/x-www-form-urlencoded\s*(;|$)/.test(ex.header("content-type").toLowerCase())
     // The body is read (up to the cap) before any answer, so the connection stays usable.
     const { answer, body } = ex.readBody(REPORT_BODY_MAX_BYTES)
     later(answer, async () => {
       const bytes = await body
       if (answer.aborted) return
-      if (wait > 0) return tooMany(answer, wait)
+      if (wait > 0) return tooMany(answer, retryAfterSeconds(wait))
       if (!isForm) {
         return html(
           answer,
@@ -343,8 +319,8 @@ export const makeMediaHandler = (deps: MediaDeps): HttpHandler => {
       if (image === undefined || image.deleted || image.status === "failed") {
         return html(answer, 404, messagePage("Image not found", "This image does not exist or was removed."))
       }
-      const imageWait = perImage.take(id)
-      if (imageWait > 0) return tooMany(answer, imageWait)
+      const imageWait = limiter.take(`image ${id}`, perImage)
+      if (imageWait > 0) return tooMany(answer, retryAfterSeconds(imageWait))
       await deps.report(id, reason)
       answer
         .writeStatus(303)

@@ -1,6 +1,5 @@
 import { ConfigProvider, Effect, Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { makeRateLimiter } from "../../apps/api/middleware/RateLimit.js"
 import {
   DEFAULT_PLANS,
   expiryCeiling,
@@ -15,6 +14,7 @@ import {
   usagePeriod
 } from "../../domain/Plan.js"
 import { parsePlans, plansConfig } from "../../infra/Plans.js"
+import { makeRateLimiter } from "../../infra/RateLimiter.js"
 
 const DAY = 86_400_000
 const plan = (overrides: Partial<PlanLimits> = {}): PlanLimits => ({ ...DEFAULT_PLANS.free!, ...overrides })
@@ -154,8 +154,8 @@ describe("request rate (token bucket)", () => {
 
   it("keeps one bucket per account and drops the full ones after a while", () => {
     let now = 0
-    const limiter = makeRateLimiter(() => now)
-    const p = plan({ requests_per_second: 1, request_burst: 2 })
+    const limiter = makeRateLimiter({ clock: () => now })
+    const p = { perSecond: 1, burst: 2 }
     expect(limiter.take("a", p)).toBe(0)
     expect(limiter.take("a", p)).toBe(0)
     expect(limiter.take("a", p)).toBe(1000)
@@ -166,5 +166,17 @@ describe("request rate (token bucket)", () => {
     // a and b were full again; c was just used.
     expect(limiter.size()).toBe(1)
     expect(limiter.take("a", p)).toBe(0)
+  })
+
+  it("refuses a new key once maxKeys keys are active (fail closed), until idle ones are swept", () => {
+    let now = 0
+    const limiter = makeRateLimiter({ clock: () => now, maxKeys: 2 })
+    const p = { perSecond: 0.5, burst: 1 }
+    expect(limiter.take("a", p)).toBe(0)
+    expect(limiter.take("b", p)).toBe(0)
+    expect(limiter.take("c", p)).toBe(2000)
+    expect(limiter.size()).toBe(2)
+    now = 61_000
+    expect(limiter.take("c", p)).toBe(0)
   })
 })
