@@ -2,7 +2,7 @@ import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Effect, FiberRef, Schema } from "effect"
 import * as D from "../../domain/Errors.js"
 
-/** The request id of the request being served; set by the pipeline for each request. */
+/** The request id of the request being served; set by the RequestId middleware for each request. */
 export const CurrentRequestId = FiberRef.unsafeMake("")
 
 const pascal = (code: string) => code.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase())

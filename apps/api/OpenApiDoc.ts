@@ -10,7 +10,7 @@ type Json = any
 
 const DECODE_ERROR_REF = "#/components/schemas/HttpApiDecodeError"
 
-/** HttpApi documents its own decode error; the pipeline answers with the contract's body instead. */
+/** HttpApi documents its own decode error; ErrorEnvelope answers with the contract's body instead. */
 const dropDecodeError = (node: Json): Json => {
   if (Array.isArray(node)) return node.map(dropDecodeError)
   if (node === null || typeof node !== "object") return node
@@ -24,7 +24,7 @@ const dropDecodeError = (node: Json): Json => {
 
 const toOpenApiPath = (template: string) => template.replace(/:([A-Za-z_]+)/g, "{$1}")
 
-/** The response headers the pipeline sets, shared by the operations that send them. */
+/** The response headers the middlewares set, shared by the operations that send them. */
 const HEADERS: Json = {
   "X-Request-Id": {
     description:
@@ -100,7 +100,7 @@ const isStored = (code: string | undefined) => code !== undefined && E.errorDefO
 
 /**
  * The OpenAPI 3.1 document, generated from the same schemas the server validates with,
- * plus what the pipeline does for every operation: the Idempotency-Key header and the
+ * plus what the middlewares do for every operation: the Idempotency-Key header and the
  * scope each operation requires.
  */
 export const openApiDocument: Json = (() => {

@@ -31,7 +31,7 @@ export const AnalyticsHttp = HttpApiBuilder.group(Api, "analytics", (handlers) =
         const link = isLinkId(path.id) ? yield* links.find(principal.accountId, path.id) : Option.none()
         if (Option.isNone(link)) return yield* E.fail(E.NotFound, "No such link.")
         const query = { linkId: link.value.id, ...range.right, dimensions: dimensions.right }
-        // A store failure is a defect here: the pipeline answers it as a failed dependency.
+        // A store failure is a defect here: RequestId answers it as a failed dependency (503).
         const aggregates = yield* Effect.orDie(analytics.query(query))
         return yield* envelope(toReport(query, aggregates))
       }).pipe(Effect.withSpan("Analytics.get"))

@@ -118,7 +118,7 @@ export const ListImagesParams = Schema.Struct({
 
 const binary = { schema: { type: "string", format: "binary" } }
 
-/** The upload body as the OpenAPI document shows it: the pipeline reads it (Upload.ts). */
+/** The upload body as the OpenAPI document shows it: the UploadBody middleware reads it (Upload.ts). */
 const uploadRequestBody = {
   required: true,
   description: `The image file, at most ${MAX_IMAGE_BYTES} bytes: raw bytes with the image's Content-Type, or multipart/form-data with a binary part \`file\` (the body may carry at most ${MULTIPART_OVERHEAD} bytes of form data besides). The bytes decide what the image is: bytes that are not a JPEG, PNG, WebP or GIF are 415 whatever type was declared.`,
