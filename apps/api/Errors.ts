@@ -287,11 +287,31 @@ export const fromDomain = (error: D.DomainError): Effect.Effect<never, ErrorBody
   return fail(def as typeof InvalidRequest, message, detail) as Effect.Effect<never, ErrorBody>
 }
 
+/** The body of the catalogue's error that answers each domain failure (as `defOfDomain` maps them). */
+interface DomainAnswers {
+  readonly NotFound: typeof NotFound.Type
+  readonly InvalidInput: typeof InvalidRequest.Type
+  readonly UnsupportedContent: typeof UnsupportedMediaType.Type
+  readonly QuotaExceeded: typeof QuotaExceeded.Type
+  readonly SlugTaken: typeof SlugTaken.Type
+  readonly LinkDisabled: typeof LinkDisabled.Type
+  readonly NameTaken: typeof UtmPresetNameTaken.Type
+  readonly ImageFailed: typeof ImageFailed.Type
+  readonly UrlNotAllowed: typeof UrlNotAllowed.Type
+  readonly SourceFailed: (typeof SOURCE_FAILURES)[keyof typeof SOURCE_FAILURES]["Type"]
+}
+
+/**
+ * The catalogue's errors that answer the domain failures in `Err`: so a handler type-checks
+ * only when its endpoint declares an error for every failure its service can give.
+ */
+export type AnswerOf<Err> = Err extends D.DomainError ? DomainAnswers[Err["_tag"]] : never
+
 /** Answers a service's domain failures with the catalogue's errors; other failures pass. */
 export const mapDomainErrors = <A, Err, R>(
   effect: Effect.Effect<A, Err, R>
-): Effect.Effect<A, Exclude<Err, D.DomainError> | ErrorBody, R> =>
-  Effect.catchIf(effect, isDomainError, fromDomain) as Effect.Effect<A, Exclude<Err, D.DomainError> | ErrorBody, R>
+): Effect.Effect<A, Exclude<Err, D.DomainError> | AnswerOf<Err>, R> =>
+  Effect.catchIf(effect, isDomainError, fromDomain) as Effect.Effect<A, Exclude<Err, D.DomainError> | AnswerOf<Err>, R>
 
 const DOMAIN_ERRORS = [
   D.NotFound,

@@ -13,6 +13,7 @@ import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { ImagesHttp } from "./Images/Http.js"
 import { LinksHttp } from "./Links/Http.js"
+import { Links } from "./Links/Links.js"
 import { AuthenticationLive } from "./middleware/Authentication.js"
 import { ErrorEnvelopeLive } from "./middleware/ErrorEnvelope.js"
 import { IdempotencyKeyLive, IdempotentOperations } from "./middleware/Idempotency.js"
@@ -24,6 +25,7 @@ import { makeSystemRoutes } from "./middleware/System.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
 import { UsageHttp } from "./Usage/Http.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
+import { UtmPresets } from "./UtmPresets/UtmPresets.js"
 
 /** The endpoints' middlewares, in the order a request meets them (see docs/architecture.md). */
 const Middlewares = Layer.mergeAll(
@@ -36,6 +38,7 @@ const Middlewares = Layer.mergeAll(
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([LinksHttp, UtmPresetsHttp, AnalyticsHttp, ImagesHttp, UsageHttp]),
+  Layer.provide([Links.Default, UtmPresets.Default]),
   Layer.provide(Middlewares)
 )
 

@@ -1,14 +1,13 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Effect, Option } from "effect"
-import { UtmPresetRepo } from "../../../domain/ports/UtmPresetRepo.js"
-import { isPresetId, type UtmPresetRecord } from "../../../domain/UtmPreset.js"
-import { newId } from "../../../infra/Ids.js"
+import { Effect } from "effect"
+import type { UtmPresetRecord } from "../../../domain/UtmPreset.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { envelope, keysetPage } from "../Shared.js"
 import type { UtmPreset } from "./Api.js"
+import { UtmPresets } from "./UtmPresets.js"
 
 const toApi = (row: UtmPresetRecord): UtmPreset => ({
   id: row.id,
@@ -18,69 +17,50 @@ const toApi = (row: UtmPresetRecord): UtmPreset => ({
   updated_at: row.updatedAt.toISOString()
 })
 
-const nameTaken = (name: string) =>
-  E.fail(E.UtmPresetNameTaken, "The account already has a UTM preset with this name.", `name: '${name}' is taken`)
-
-const notFound = () => E.fail(E.NotFound, "No such UTM preset.")
-
 export const UtmPresetsHttp = HttpApiBuilder.group(Api, "utmPresets", (handlers) =>
   Effect.gen(function* () {
     const operations = yield* IdempotentOperations
-    const presets = yield* UtmPresetRepo
+    const presets = yield* UtmPresets
 
     return withIdempotency(
       operations,
       handlers
         .handle("create", ({ payload }) =>
-          Effect.gen(function* () {
-            const principal = yield* CurrentPrincipal
-            const row = yield* presets.insert({
-              id: newId("utmp"),
-              accountId: principal.accountId,
-              name: payload.name,
-              utm: payload.utm
-            })
-            if (Option.isNone(row)) return yield* nameTaken(payload.name)
-            return yield* envelope(toApi(row.value))
-          })
+          CurrentPrincipal.pipe(
+            Effect.flatMap((p) => presets.create(p, { name: payload.name, utm: payload.utm })),
+            Effect.flatMap((row) => envelope(toApi(row))),
+            E.mapDomainErrors
+          )
         )
         .handle("list", ({ urlParams }) =>
-          Effect.flatMap(CurrentPrincipal, (principal) =>
+          Effect.flatMap(CurrentPrincipal, (p) =>
             keysetPage(
               urlParams,
-              (afterSeq: bigint | undefined, limit: number) => presets.list(principal.accountId, { afterSeq, limit }),
+              (afterSeq: bigint | undefined, limit: number) => presets.list(p, { afterSeq, limit }),
               toApi
             )
           )
         )
         .handle("get", ({ path }) =>
-          Effect.gen(function* () {
-            const principal = yield* CurrentPrincipal
-            if (!isPresetId(path.id)) return yield* notFound()
-            const row = yield* presets.find(principal.accountId, path.id)
-            if (Option.isNone(row)) return yield* notFound()
-            return yield* envelope(toApi(row.value))
-          })
+          CurrentPrincipal.pipe(
+            Effect.flatMap((p) => presets.get(p, path.id)),
+            Effect.flatMap((row) => envelope(toApi(row))),
+            E.mapDomainErrors
+          )
         )
         .handle("update", ({ path, payload }) =>
-          Effect.gen(function* () {
-            const principal = yield* CurrentPrincipal
-            if (!isPresetId(path.id)) return yield* notFound()
-            const current = yield* presets.findForUpdate(principal.accountId, path.id)
-            if (Option.isNone(current)) return yield* notFound()
-            const row = yield* presets.update(path.id, { name: payload.name, utm: payload.utm })
-            if (Option.isNone(row)) return yield* nameTaken(payload.name ?? current.value.name)
-            return yield* envelope(toApi(row.value))
-          })
+          CurrentPrincipal.pipe(
+            Effect.flatMap((p) => presets.update(p, path.id, { name: payload.name, utm: payload.utm })),
+            Effect.flatMap((row) => envelope(toApi(row))),
+            E.mapDomainErrors
+          )
         )
         .handle("delete", ({ path }) =>
-          Effect.gen(function* () {
-            const principal = yield* CurrentPrincipal
-            if (!isPresetId(path.id)) return yield* notFound()
-            const row = yield* presets.remove(principal.accountId, path.id)
-            if (Option.isNone(row)) return yield* notFound()
-            return yield* envelope(toApi(row.value))
-          })
+          CurrentPrincipal.pipe(
+            Effect.flatMap((p) => presets.remove(p, path.id)),
+            Effect.flatMap((row) => envelope(toApi(row))),
+            E.mapDomainErrors
+          )
         )
     )
   })
