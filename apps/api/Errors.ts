@@ -287,11 +287,30 @@ export const fromDomain = (error: D.DomainError): Effect.Effect<never, ErrorBody
   return fail(def as typeof InvalidRequest, message, detail) as Effect.Effect<never, ErrorBody>
 }
 
-/** Answers a service's domain failures with the catalogue's errors; other failures pass. */
-export const mapDomainErrors = <A, Err, R>(
-  effect: Effect.Effect<A, Err, R>
-): Effect.Effect<A, Exclude<Err, D.DomainError> | ErrorBody, R> =>
-  Effect.catchIf(effect, isDomainError, fromDomain) as Effect.Effect<A, Exclude<Err, D.DomainError> | ErrorBody, R>
+/** The error body of the catalogue that answers each domain failure (as `defOfDomain` picks it). */
+interface DomainErrorBodies {
+  readonly NotFound: typeof NotFound.Type
+  readonly InvalidInput: typeof InvalidRequest.Type
+  readonly UnsupportedContent: typeof UnsupportedMediaType.Type
+  readonly QuotaExceeded: typeof QuotaExceeded.Type
+  readonly SlugTaken: typeof SlugTaken.Type
+  readonly LinkDisabled: typeof LinkDisabled.Type
+  readonly NameTaken: typeof UtmPresetNameTaken.Type
+  readonly ImageFailed: typeof ImageFailed.Type
+  readonly UrlNotAllowed: typeof UrlNotAllowed.Type
+  readonly SourceFailed: (typeof SOURCE_FAILURES)[keyof typeof SOURCE_FAILURES]["Type"]
+}
+
+/** What an effect's failures become in the API: its domain failures as their error bodies, the rest as they are. */
+export type ApiErrors<Err> = Exclude<Err, D.DomainError> | DomainErrorBodies[Extract<Err, D.DomainError>["_tag"]]
+
+/**
+ * Answers a service's domain failures with the catalogue's errors; other failures pass. The
+ * result names only the error bodies of the failures the service can have, so a handler
+ * still checks them against its endpoint's declared errors.
+ */
+export const mapDomainErrors = <A, Err, R>(effect: Effect.Effect<A, Err, R>): Effect.Effect<A, ApiErrors<Err>, R> =>
+  Effect.catchIf(effect, isDomainError, fromDomain) as Effect.Effect<A, ApiErrors<Err>, R>
 
 const DOMAIN_ERRORS = [
   D.NotFound,

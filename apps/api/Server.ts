@@ -12,6 +12,7 @@ import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { ImagesHttp } from "./Images/Http.js"
+import { Images } from "./Images/Images.js"
 import { LinksHttp } from "./Links/Http.js"
 import { AuthenticationLive } from "./middleware/Authentication.js"
 import { ErrorEnvelopeLive } from "./middleware/ErrorEnvelope.js"
@@ -23,6 +24,7 @@ import { withRequestId } from "./middleware/RequestId.js"
 import { makeSystemRoutes } from "./middleware/System.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
 import { UsageHttp } from "./Usage/Http.js"
+import { Usage } from "./Usage/Usage.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
 
 /** The endpoints' middlewares, in the order a request meets them (see docs/architecture.md). */
@@ -36,6 +38,7 @@ const Middlewares = Layer.mergeAll(
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([LinksHttp, UtmPresetsHttp, AnalyticsHttp, ImagesHttp, UsageHttp]),
+  Layer.provide([Images.Default, Usage.Default]),
   Layer.provide(Middlewares)
 )
 
