@@ -12,6 +12,7 @@ import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { ImagesHttp } from "./Images/Http.js"
+import { Images } from "./Images/Images.js"
 import { LinksHttp } from "./Links/Http.js"
 import { Links } from "./Links/Links.js"
 import { AuthenticationLive } from "./middleware/Authentication.js"
@@ -24,6 +25,7 @@ import { withRequestId } from "./middleware/RequestId.js"
 import { makeSystemRoutes } from "./middleware/System.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
 import { UsageHttp } from "./Usage/Http.js"
+import { Usage } from "./Usage/Usage.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
 import { UtmPresets } from "./UtmPresets/UtmPresets.js"
 
@@ -38,7 +40,7 @@ const Middlewares = Layer.mergeAll(
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([LinksHttp, UtmPresetsHttp, AnalyticsHttp, ImagesHttp, UsageHttp]),
-  Layer.provide([Links.Default, UtmPresets.Default]),
+  Layer.provide([Links.Default, UtmPresets.Default, Images.Default, Usage.Default]),
   Layer.provide(Middlewares)
 )
 

@@ -4,10 +4,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
 import type { StartAt } from "../../domain/EventLog.js"
 import { DEFAULT_PLAN } from "../../domain/Plan.js"
-import type { AbuseReportRepo } from "../../domain/ports/AbuseReportRepo.js"
 import { AccountRepo } from "../../domain/ports/AccountRepo.js"
-import type { Transactions } from "../../domain/ports/Database.js"
-import type { RatingReviewRepo } from "../../domain/ports/RatingReviewRepo.js"
 import { isScope, type Scope, Scopes } from "../../domain/Scope.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
@@ -18,8 +15,9 @@ import { AccountRepoLive } from "../../infra/postgres/Accounts.js"
 import { ImageReposLive } from "../../infra/postgres/Layers.js"
 import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { TransactionsLive } from "../../infra/postgres/Transactions.js"
+import { RatingReviews } from "../api/Images/RatingReviews.js"
 import { Projections, replay } from "../workers/Replay.js"
-import { decideReview, listReports, listReviews } from "./Reviews.js"
+import { decisionOutput, reportsOutput, reviewsOutput } from "./Reviews.js"
 
 const USAGE = `usage: npm run cli -- <command> [options] [--json]
 
@@ -50,8 +48,8 @@ service is up).`
 
 class UsageError extends Error {}
 
-/** What the commands need: the repositories, transactions, the plan table (and for replay, the database). */
-type Env = AccountRepo | RatingReviewRepo | AbuseReportRepo | Transactions | Plans | PgClient.PgClient
+/** What the commands need: the accounts, the rating reviews, the plan table (and for replay, the database). */
+type Env = AccountRepo | RatingReviews | Plans | PgClient.PgClient
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -136,13 +134,17 @@ const command = (): Effect.Effect<unknown, unknown, Env> => {
       return Effect.flatMap(AccountRepo, (a) => a.revokeKey(id))
     }
     case "reviews list":
-      return listReviews
-    case "reviews approve":
-      return decideReview(str("id"), "approved")
-    case "reviews reject":
-      return decideReview(str("id"), "rejected")
+      return Effect.flatMap(RatingReviews, (r) => r.pending()).pipe(Effect.map(reviewsOutput))
+    case "reviews approve": {
+      const id = str("id")
+      return Effect.flatMap(RatingReviews, (r) => r.decide(id, "approved")).pipe(Effect.map(decisionOutput))
+    }
+    case "reviews reject": {
+      const id = str("id")
+      return Effect.flatMap(RatingReviews, (r) => r.decide(id, "rejected")).pipe(Effect.map(decisionOutput))
+    }
     case "reports list":
-      return listReports
+      return Effect.flatMap(RatingReviews, (r) => r.openReports()).pipe(Effect.map(reportsOutput))
     case "migrate":
       // Building the database layer applies every pending migration.
       return Effect.succeed({ migrated: true })
@@ -179,8 +181,10 @@ if (values.help === true) {
     // PLANS is read before the database starts: a bad value stops the command at once.
     const layer = Layer.mergeAll(
       AccountRepoLive,
-      ImageReposLive.pipe(Layer.provide(OutboxLive)),
-      TransactionsLive
+      RatingReviews.Default.pipe(
+        Layer.provide(ImageReposLive.pipe(Layer.provide(OutboxLive))),
+        Layer.provide(TransactionsLive)
+      )
     ).pipe(Layer.provideMerge(DatabaseLive), Layer.provide(AppConfig.layer), Layer.provideMerge(Plans.layer))
     NodeRuntime.runMain(
       program.pipe(
