@@ -1,22 +1,15 @@
 import { parseArgs } from "node:util"
 import { NodeRuntime } from "@effect/platform-node"
 import type { PgClient } from "@effect/sql-pg"
-import { ConfigError, Effect, Layer, Logger, LogLevel } from "effect"
+import { ConfigError, Effect, Logger, LogLevel } from "effect"
 import type { StartAt } from "../../domain/EventLog.js"
 import { DEFAULT_PLAN } from "../../domain/Plan.js"
 import { AccountRepo } from "../../domain/ports/AccountRepo.js"
 import { isScope, type Scope, Scopes } from "../../domain/Scope.js"
-import { AppConfig } from "../../infra/AppConfig.js"
-import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
-import { DatabaseLive } from "../../infra/Database.js"
-import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
 import { Plans } from "../../infra/Plans.js"
-import { AccountRepoLive } from "../../infra/postgres/Accounts.js"
-import { ImageReposLive } from "../../infra/postgres/Layers.js"
-import { OutboxLive } from "../../infra/postgres/Outbox.js"
-import { TransactionsLive } from "../../infra/postgres/Transactions.js"
 import { RatingReviews } from "../api/Images/RatingReviews.js"
 import { Projections, replay } from "../workers/Replay.js"
+import { CliLive, ReplayLive } from "./Live.js"
 import { decisionOutput, reportsOutput, reviewsOutput } from "./Reviews.js"
 
 const USAGE = `usage: npm run cli -- <command> [options] [--json]
@@ -151,9 +144,7 @@ const command = (): Effect.Effect<unknown, unknown, Env> => {
     case "replay": {
       const options = { topic: str("topic"), into: str("into"), startAt: parseStartAt() }
       // Only replay opens the analytics store and the event log: the other commands work while the service runs.
-      return replay(options).pipe(
-        Effect.provide(Layer.merge(AnalyticsLive, EventLogLive).pipe(Layer.provide(AppConfig.layer)))
-      )
+      return replay(options).pipe(Effect.provide(ReplayLive))
     }
     default:
       throw new UsageError(area === undefined ? "a command is required" : `unknown command: ${positionals.join(" ")}`)
@@ -178,14 +169,6 @@ if (values.help === true) {
     program = Effect.void
   }
   if (process.exitCode === undefined) {
-    // PLANS is read before the database starts: a bad value stops the command at once.
-    const layer = Layer.mergeAll(
-      AccountRepoLive,
-      RatingReviews.Default.pipe(
-        Layer.provide(ImageReposLive.pipe(Layer.provide(OutboxLive))),
-        Layer.provide(TransactionsLive)
-      )
-    ).pipe(Layer.provideMerge(DatabaseLive), Layer.provide(AppConfig.layer), Layer.provideMerge(Plans.layer))
     NodeRuntime.runMain(
       program.pipe(
         Effect.tap(print),
@@ -196,7 +179,7 @@ if (values.help === true) {
             printError(code, e?.message || `${tag}${e?.id ? `: ${e.id}` : ""}`)
           })
         ),
-        Effect.provide(layer),
+        Effect.provide(CliLive),
         // A bad setting (PLANS among them) while building the layer: one line naming it.
         Effect.catchIf(ConfigError.isConfigError, (e) =>
           Effect.sync(() => printError("configuration_error", String(e)))
