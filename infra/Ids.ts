@@ -1,4 +1,5 @@
 import { randomBytes, randomInt } from "node:crypto"
+import { Effect, Option } from "effect"
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -18,3 +19,19 @@ export const newSlug = (): string => randomBase62(7)
 export const newSecret = (): string => randomBytes(32).toString("base64url")
 
 export const newRequestId = (): string => `req_${randomBase62(20)}`
+
+/**
+ * Draws random values until the store takes one: `attempt` draws a fresh one each time and
+ * answers None when it is taken (a rare collision). After `attempts` draws it is a defect.
+ */
+export const firstFree = <A, E, R>(
+  attempt: Effect.Effect<Option.Option<A>, E, R>,
+  what: string,
+  attempts = 8
+): Effect.Effect<A, E, R> =>
+  attempt.pipe(
+    Effect.repeat({ until: Option.isSome, times: attempts - 1 }),
+    Effect.flatMap(
+      Option.match({ onNone: () => Effect.dieMessage(`could not allocate a free ${what}`), onSome: Effect.succeed })
+    )
+  )

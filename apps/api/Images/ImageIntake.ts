@@ -1,7 +1,7 @@
 import { Data, Effect, Either, Option, Schema } from "effect"
 import type { Principal } from "../../../domain/Account.js"
 import { InvalidInput, QuotaExceeded, SourceFailed, UnsupportedContent, UrlNotAllowed } from "../../../domain/Errors.js"
-import { CreationRating, IMAGE_ID_LENGTH, type ImageRow } from "../../../domain/Image.js"
+import { CreationRating, IMAGE_ID_LENGTH } from "../../../domain/Image.js"
 import { MAX_IMAGE_BYTES, sniffImageFormat } from "../../../domain/ImageFormat.js"
 import { imageUploadQuota, quotaDetail, storageQuota, usagePeriod } from "../../../domain/Plan.js"
 import { BlobStore } from "../../../domain/ports/BlobStore.js"
@@ -12,7 +12,7 @@ import type { FetchError } from "../../../domain/ports/SafeFetcher.js"
 import { SafeFetcher } from "../../../domain/ports/SafeFetcher.js"
 import { StorageRepo } from "../../../domain/ports/StorageRepo.js"
 import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
-import { randomBase62 } from "../../../infra/Ids.js"
+import { firstFree, randomBase62 } from "../../../infra/Ids.js"
 import { Plans } from "../../../infra/Plans.js"
 import { describeBytes, type Upload } from "./Upload.js"
 
@@ -162,10 +162,9 @@ const makeCreate = Effect.gen(function* () {
    */
   const insertImage = (principal: Principal, source: Source, sourceKey: string) =>
     Effect.gen(function* () {
-      let row: ImageRow | undefined
-      for (let attempt = 0; attempt < 8 && row === undefined; attempt++) {
-        row = Option.getOrUndefined(
-          yield* images.insert({
+      const row = yield* firstFree(
+        Effect.suspend(() =>
+          images.insert({
             id: randomBase62(IMAGE_ID_LENGTH),
             accountId: principal.accountId,
             unmetered: principal.unmetered,
@@ -177,9 +176,9 @@ const makeCreate = Effect.gen(function* () {
             mimeType: source.info.mime_type,
             ext: source.info.published
           })
-        )
-      }
-      if (row === undefined) return yield* Effect.dieMessage("could not allocate a free image id")
+        ),
+        "image id"
+      )
       yield* imageJobs.insert(row.id)
       yield* images.emit("image.uploaded", row)
       yield* images.auditDeclaration(row, principal.keyId)

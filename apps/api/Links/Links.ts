@@ -30,7 +30,7 @@ import { type LinkOptionsChange, LinkRepo, type LinkRepoShape } from "../../../d
 import { Outbox, type OutboxShape } from "../../../domain/ports/Outbox.js"
 import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
 import { AppConfig, type AppConfigShape } from "../../../infra/AppConfig.js"
-import { newId, newSlug } from "../../../infra/Ids.js"
+import { firstFree, newId, newSlug } from "../../../infra/Ids.js"
 import { Plans } from "../../../infra/Plans.js"
 
 /** What a new link is made of. */
@@ -145,23 +145,25 @@ const insertLink = (links: LinkRepoShape, outbox: OutboxShape, principal: Princi
       utm: null,
       expiresAt: null
     }
-    let row: LinkRecord | undefined
+    let row: LinkRecord
     if (input.customSlug !== undefined) {
-      row = Option.getOrUndefined(yield* links.insert({ ...base, slug: input.customSlug }))
-      if (row === undefined) {
+      const inserted = yield* links.insert({ ...base, slug: input.customSlug })
+      if (Option.isNone(inserted)) {
         return yield* new SlugTaken({
           message: "That slug is already in use.",
           detail: `custom_slug: '${input.customSlug}' is taken`
         })
       }
+      row = inserted.value
     } else {
-      // 62^7 slugs: a collision is rare, and each retry draws a fresh random one.
-      for (let attempt = 0; attempt < 8 && row === undefined; attempt++) {
-        const slug = newSlug()
-        if (isReservedSlug(slug)) continue
-        row = Option.getOrUndefined(yield* links.insert({ ...base, slug }))
-      }
-      if (row === undefined) return yield* Effect.dieMessage("could not allocate a free slug")
+      // 62^7 slugs: a collision is rare, and each attempt draws a fresh random one.
+      row = yield* firstFree(
+        Effect.suspend(() => {
+          const slug = newSlug()
+          return isReservedSlug(slug) ? Effect.succeedNone : links.insert({ ...base, slug })
+        }),
+        "slug"
+      )
     }
     yield* outbox.append(Topics.links, row.id, "link.created", row.accountId, eventData(row))
     return row
