@@ -1,8 +1,9 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { promisify } from "node:util"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { pngBomb } from "../fixtures/images/make.js"
@@ -15,6 +16,7 @@ import { waitFor } from "../support/waitFor.js"
  * it. Upload, poll, deliver, rate, review, report, usage, delete.
  */
 const root = path.resolve(import.meta.dirname, "../..")
+const execFileAsync = promisify(execFile)
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-images-e2e-"))
 const ports = { api: 0, short: 0, media: 0, workers: 0 }
 let proc: ChildProcess | undefined
@@ -40,13 +42,14 @@ const env = () => ({
 const api = () => `http://127.0.0.1:${ports.api}/v1`
 const media = () => `http://127.0.0.1:${ports.media}`
 
-const cli = (...args: Array<string>) =>
-  JSON.parse(
-    execFileSync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
-      cwd: root,
-      env: env()
-    }).toString()
-  )
+/** The operator CLI (asynchronously: the test process is not blocked while it runs). */
+const cli = async (...args: Array<string>) => {
+  const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
+    cwd: root,
+    env: env()
+  })
+  return JSON.parse(stdout)
+}
 
 /** Waiting on the service: generous, and a timeout shows the end of its output. */
 const serviceWait = (what: string) => ({
@@ -137,22 +140,17 @@ const ready = (key: string, id: string) =>
     serviceWait(`image ${id} to leave processing`)
   )
 
-describe("hosted images through the running service", () => {
+// Generous: the tests start CLI processes and wait on the service, on a possibly busy machine.
+describe("hosted images through the running service", { timeout: 120_000 }, () => {
   let key = ""
   let partnerKey = ""
   let accountId = ""
 
-  it("an operator creates an account, an ordinary key and an Unmetered Partner Key", () => {
-    accountId = cli("accounts", "create", "--name", "images-e2e").id
-    key = cli("keys", "create", "--account", accountId, "--scopes", "images:read,images:write").key
-    partnerKey = cli(
-      "keys",
-      "create",
-      "--account",
-      accountId,
-      "--scopes",
-      "images:read,images:write",
-      "--unmetered"
+  it("an operator creates an account, an ordinary key and an Unmetered Partner Key", async () => {
+    accountId = (await cli("accounts", "create", "--name", "images-e2e")).id
+    key = (await cli("keys", "create", "--account", accountId, "--scopes", "images:read,images:write")).key
+    partnerKey = (
+      await cli("keys", "create", "--account", accountId, "--scopes", "images:read,images:write", "--unmetered")
     ).key
     expect(key).not.toBe(partnerKey)
   })
@@ -220,11 +218,11 @@ describe("hosted images through the running service", () => {
     expect(lower.json.data.rating_review).toEqual({ requested: "general", status: "pending" })
     expect((await fetch(image.url, { method: "HEAD" })).headers.get("x-service-content-rating")).toBe("nsfw")
 
-    const pending = cli("reviews", "list").reviews as Array<any>
+    const pending = (await cli("reviews", "list")).reviews as Array<any>
     const review = pending.find((r) => r.image_id === image.id)
     expect(review).toMatchObject({ requested: "general", current_rating: "nsfw" })
-    expect(cli("reviews", "approve", "--id", review.id)).toMatchObject({ decision: "approved" })
-    expect(() => cli("reviews", "approve", "--id", review.id)).toThrow()
+    expect(await cli("reviews", "approve", "--id", review.id)).toMatchObject({ decision: "approved" })
+    await expect(cli("reviews", "approve", "--id", review.id)).rejects.toThrow()
 
     const after = await request(key, "GET", `/images/${image.id}`)
     expect(after.json.data.content_rating).toBe("general")
@@ -244,8 +242,8 @@ describe("hosted images through the running service", () => {
       bytes: JSON.stringify({ content_rating: "sensitive" })
     })
     expect(lower.status).toBe(202)
-    const review = (cli("reviews", "list").reviews as Array<any>).find((r) => r.image_id === image.id)
-    cli("reviews", "reject", "--id", review.id)
+    const review = ((await cli("reviews", "list")).reviews as Array<any>).find((r) => r.image_id === image.id)
+    await cli("reviews", "reject", "--id", review.id)
     const after = await request(key, "GET", `/images/${image.id}`)
     expect(after.json.data.content_rating).toBe("nsfw")
     expect(after.json.data.rating_review).toEqual({ requested: "sensitive", status: "rejected" })
@@ -278,7 +276,7 @@ describe("hosted images through the running service", () => {
       redirect: "manual"
     })
     expect(report.status).toBeLessThan(400)
-    const reports = cli("reports", "list").reports as Array<any>
+    const reports = (await cli("reports", "list")).reports as Array<any>
     expect(reports.some((r) => r.image_id === autoImage.id && r.reason === "spam and abuse")).toBe(true)
   })
 

@@ -1,8 +1,9 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call } from "../support/api.js"
 import { freePort } from "../support/ports.js"
@@ -13,6 +14,7 @@ import { waitFor } from "../support/waitFor.js"
  * beside it, and SIGTERM at the end.
  */
 const root = path.resolve(import.meta.dirname, "../..")
+const execFileAsync = promisify(execFile)
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-e2e-"))
 let port = 0
 let proc: ChildProcess | undefined
@@ -60,13 +62,14 @@ const exited = (p: ChildProcess) =>
     p.exitCode !== null ? resolve(p.exitCode) : p.once("exit", (code) => resolve(code))
   )
 
-const cli = (...args: Array<string>) =>
-  JSON.parse(
-    execFileSync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
-      cwd: root,
-      env: env()
-    }).toString()
-  )
+/** The operator CLI (asynchronously: the test process is not blocked while it runs). */
+const cli = async (...args: Array<string>) => {
+  const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
+    cwd: root,
+    env: env()
+  })
+  return JSON.parse(stdout)
+}
 
 const postgresRunning = () => {
   const pidFile = path.join(dataDir, "postgres", "postmaster.pid")
@@ -93,23 +96,24 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-describe("the service as a process (embedded default)", () => {
+// Generous: the tests start CLI processes, on a possibly busy machine.
+describe("the service as a process (embedded default)", { timeout: 120_000 }, () => {
   let key = ""
   let keyId = ""
   let linkId = ""
 
-  it("the CLI creates an account and a key while the embedded server runs", () => {
-    const account = cli("accounts", "create", "--name", "e2e")
+  it("the CLI creates an account and a key while the embedded server runs", async () => {
+    const account = await cli("accounts", "create", "--name", "e2e")
     expect(account.id).toMatch(/^acct_/)
-    const created = cli("keys", "create", "--account", account.id, "--scopes", "links:read,links:write")
+    const created = await cli("keys", "create", "--account", account.id, "--scopes", "links:read,links:write")
     expect(created.key).toMatch(/^sk_/)
     key = created.key
     keyId = created.id
   })
 
-  it("the CLI rejects unknown scopes and unknown accounts with a JSON error and a non-zero exit", () => {
-    expect(() => cli("keys", "create", "--account", "acct_nope", "--scopes", "links:read")).toThrow()
-    expect(() => cli("keys", "create", "--account", "acct_nope", "--scopes", "links:admin")).toThrow()
+  it("the CLI rejects unknown scopes and unknown accounts with a JSON error and a non-zero exit", async () => {
+    await expect(cli("keys", "create", "--account", "acct_nope", "--scopes", "links:read")).rejects.toThrow()
+    await expect(cli("keys", "create", "--account", "acct_nope", "--scopes", "links:admin")).rejects.toThrow()
   })
 
   it("an API client creates and reads a link with that key; OpenAPI is served without a key", async () => {
@@ -139,15 +143,16 @@ describe("the service as a process (embedded default)", () => {
   })
 
   it("a revoked key is refused at once", async () => {
-    cli("keys", "revoke", "--id", keyId)
+    await cli("keys", "revoke", "--id", keyId)
     const res = await call(`http://127.0.0.1:${port}/v1/links/${linkId}`, { key })
     expect(res.status).toBe(401)
     expect(res.json.error.code).toBe("unauthenticated")
   })
 
   it("SIGTERM lets an in-flight request finish, stops PostgreSQL, and loses nothing", async () => {
-    const account = cli("accounts", "create", "--name", "e2e2")
-    const fresh = cli("keys", "create", "--account", account.id, "--scopes", "links:read,links:write").key as string
+    const account = await cli("accounts", "create", "--name", "e2e2")
+    const fresh = (await cli("keys", "create", "--account", account.id, "--scopes", "links:read,links:write"))
+      .key as string
     const body = JSON.stringify({ url: "https://example.com/in-flight" })
     // Send the headers and half the body, signal, then the rest.
     const socket = net.connect(port, "127.0.0.1")

@@ -237,7 +237,8 @@ const cli = (args: Array<string>, plans: string = JSON.stringify(PLANS)) =>
     child.on("close", (status) => resolve({ status, stdout, stderr }))
   })
 
-describe("operator CLI: plans", () => {
+// Generous: the tests start CLI processes, on a possibly busy machine.
+describe("operator CLI: plans", { timeout: 120_000 }, () => {
   it("accounts create refuses an unknown plan, listing the known ones; a known plan is taken", async () => {
     const [unknown, known] = await Promise.all([
       cli(["accounts", "create", "--name", "x", "--plan", "platinum"]),
