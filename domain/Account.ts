@@ -1,10 +1,17 @@
-import { Data } from "effect"
+import { Data, Schema } from "effect"
 import type { Scope } from "./Scope.js"
+
+/**
+ * An account id: `acct_` and base62 characters (infra/Ids.ts issues 22 of them), up to 64
+ * like a link id, so that ids of an older length still name their account.
+ */
+export const AccountId = Schema.String.pipe(Schema.pattern(/^acct_[0-9A-Za-z]{1,64}$/), Schema.brand("AccountId"))
+export type AccountId = typeof AccountId.Type
 
 /** Who is calling: resolved from the API key on every request. */
 export interface Principal {
   readonly keyId: string
-  readonly accountId: string
+  readonly accountId: AccountId
   readonly plan: string
   readonly scopes: ReadonlySet<string>
   readonly unmetered: boolean
@@ -23,7 +30,7 @@ export const API_KEY_FORMAT = /^sk_([0-9A-Za-z]{22})_([0-9a-f]{64})$/
 export const looksLikeApiKey = (s: string): boolean => /sk_[0-9A-Za-z]{22}_[0-9a-f]{16,}/.test(s)
 
 export interface Account {
-  readonly id: string
+  readonly id: AccountId
   readonly name: string
   readonly plan: string
 }

@@ -19,6 +19,7 @@ export const envelope = <const T extends string, D extends Schema.Schema.Any, co
     data
   })
 
+/** Made from the model (domain/Link.ts) by LinkEventPayload (domain/LinkEventPayload.ts). */
 export const LinkEventData = Schema.Struct({
   id: Schema.String.annotations({ description: "Link id (link_…); also the message key." }),
   slug: Schema.String,

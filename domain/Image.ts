@@ -13,6 +13,9 @@ export const IMAGE_ID_LENGTH = 7
  */
 export const IMAGE_ID_PATTERN = /^[A-Za-z0-9_-]{7,64}$/
 export const isImageId = (s: string): boolean => IMAGE_ID_PATTERN.test(s)
+/** An image id of IMAGE_ID_PATTERN, branded (not used by the images code yet). */
+export const ImageId = Schema.String.pipe(Schema.pattern(IMAGE_ID_PATTERN), Schema.brand("ImageId"))
+export type ImageId = typeof ImageId.Type
 
 export const ImageStatus = Schema.Literal("processing", "ready", "failed").annotations({
   description:

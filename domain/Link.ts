@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { AccountId } from "./Account.js"
 
 export const MAX_URL_LENGTH = 2048
 export const SLUG_PATTERN = /^[A-Za-z0-9_-]{4,32}$/
@@ -80,8 +81,10 @@ export const isLoopbackHost = (hostname: string): boolean => {
 export const effectivePort = (url: URL): number =>
   url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80
 
-/** The shape of the ids this service issues; anything else names no link. */
-export const isLinkId = (id: string): boolean => /^link_[0-9A-Za-z]{1,64}$/.test(id)
+/** The shape of the ids this service issues (`link_` and 22 base62 characters when new); anything else names no link. */
+export const LinkId = Schema.String.pipe(Schema.pattern(/^link_[0-9A-Za-z]{1,64}$/), Schema.brand("LinkId"))
+export type LinkId = typeof LinkId.Type
+export const isLinkId: (id: string) => id is LinkId = Schema.is(LinkId)
 
 /**
  * Whether the string is made of RFC 3986 characters only: unreserved (`A-Z a-z 0-9 - . _ ~`),
@@ -147,21 +150,31 @@ export const Utm = Schema.Struct({
   utm_content: Schema.optionalWith(UtmValue, { exact: true })
 }).annotations({ identifier: "Utm" })
 
-/** The stored state of a link: what the repository reads and writes. */
-export interface LinkRow {
-  readonly id: string
-  readonly accountId: string
-  readonly slug: string
-  readonly destinationUrl: string
-  readonly status: LinkStatus
-  readonly utm: typeof Utm.Type | null
-  readonly expiresAt: Date | null
-  readonly createdAt: Date
-  readonly updatedAt: Date
-}
+/** A slug as stored: random ones are 7 base62 characters, custom ones CustomSlug. */
+export const Slug = Schema.String.pipe(Schema.pattern(SLUG_PATTERN))
 
-/** A stored link with its keyset position (`seq`: insertion order). */
-export type LinkRecord = LinkRow & { readonly seq: bigint }
+/** A short link: the one model. The API record, the row mapping and the event payload derive from it. */
+export class Link extends Schema.Class<Link>("Link")({
+  id: LinkId,
+  accountId: AccountId,
+  slug: Slug,
+  /** As stored: new destinations pass DestinationUrl; older ones may hold characters it now refuses. */
+  destinationUrl: Schema.String,
+  status: LinkStatus,
+  utm: Schema.NullOr(Utm),
+  expiresAt: Schema.NullOr(Schema.DateFromSelf),
+  createdAt: Schema.DateFromSelf,
+  updatedAt: Schema.DateFromSelf
+}) {}
+
+/** A link with its keyset position (`seq`: insertion order), where paging needs it. */
+export class LinkRecord extends Link.extend<LinkRecord>("LinkRecord")({ seq: Schema.BigIntFromSelf }) {}
+
+/** What an insert is given: the database stamps createdAt and updatedAt. */
+export type NewLink = Omit<Link, "createdAt" | "updatedAt">
+
+/** The canonical short URL of a link: {short_base}/{slug}. */
+export const shortUrl = (shortBase: string, link: Pick<Link, "slug">): string => `${shortBase}/${link.slug}`
 
 export interface LinkSearch {
   readonly afterSeq?: bigint | undefined
@@ -174,16 +187,3 @@ export interface LinkSearch {
 
 /** The filters of a search, without its paging. */
 export type LinkFilter = Omit<LinkSearch, "afterSeq" | "limit">
-
-/** What a redirect needs of a stored link, in `seq` order (the redirector's slug table load). */
-export interface LinkSnapshot {
-  readonly seq: bigint
-  readonly id: string
-  readonly accountId: string
-  readonly slug: string
-  readonly destinationUrl: string
-  readonly status: string
-  readonly utm: Readonly<Record<string, string>> | null
-  readonly expiresAt: Date | null
-  readonly updatedAt: Date
-}

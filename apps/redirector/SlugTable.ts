@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { LinkEvent, Topics } from "../../domain/Events.js"
-import { isReservedSlug } from "../../domain/Link.js"
+import { isReservedSlug, type Link } from "../../domain/Link.js"
 import { LinkRepo } from "../../domain/ports/LinkRepo.js"
 import { prepareLocation } from "./Location.js"
 
@@ -92,6 +92,18 @@ export const stateOfEvent = (event: LinkEvent): LinkState => ({
   updatedAt: parseTime(event.data.updated_at) ?? 0
 })
 
+/** The state of a stored link. Events carry milliseconds: Date has the same precision. */
+export const stateOfLink = (link: Link): LinkState => ({
+  id: link.id,
+  accountId: link.accountId,
+  slug: link.slug,
+  destinationUrl: link.destinationUrl,
+  active: link.status === "active",
+  utm: link.utm,
+  expiresAt: link.expiresAt === null ? null : link.expiresAt.getTime(),
+  updatedAt: link.updatedAt.getTime()
+})
+
 const PAGE = 5000
 
 /** Every stored link, in keyset pages by seq so memory stays flat while loading. */
@@ -102,19 +114,7 @@ export const loadLinks = (table: SlugTable) =>
     let count = 0
     while (true) {
       const rows = yield* links.snapshotsAfter(after, PAGE)
-      for (const r of rows) {
-        table.apply({
-          id: r.id,
-          accountId: r.accountId,
-          slug: r.slug,
-          destinationUrl: r.destinationUrl,
-          active: r.status === "active",
-          utm: r.utm,
-          expiresAt: r.expiresAt === null ? null : r.expiresAt.getTime(),
-          // Events carry milliseconds: compare at the same precision (Date already truncates).
-          updatedAt: r.updatedAt.getTime()
-        })
-      }
+      for (const link of rows) table.apply(stateOfLink(link))
       count += rows.length
       if (rows.length < PAGE) return count
       after = rows[rows.length - 1]!.seq

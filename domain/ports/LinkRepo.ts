@@ -1,36 +1,34 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
-import type { LinkFilter, LinkRecord, LinkRow, LinkSearch, LinkSnapshot } from "../Link.js"
+import type { AccountId } from "../Account.js"
+import type { Link, LinkFilter, LinkId, LinkRecord, LinkSearch, NewLink } from "../Link.js"
 import type { DatabaseError } from "./Database.js"
 
 export interface LinkOptionsChange {
-  readonly utm?: LinkRow["utm"]
+  readonly utm?: Link["utm"]
   readonly expiresAt?: Date | null
 }
 
 export interface LinkRepoShape {
   /** Inserts unless the slug is taken; None on a slug conflict. */
-  readonly insert: (link: Omit<LinkRow, "createdAt" | "updatedAt">) => Effect.Effect<Option.Option<LinkRecord>>
+  readonly insert: (link: NewLink) => Effect.Effect<Option.Option<Link>>
   /** The account's link. */
-  readonly find: (accountId: string, id: string) => Effect.Effect<Option.Option<LinkRecord>>
+  readonly find: (accountId: AccountId, id: LinkId) => Effect.Effect<Option.Option<Link>>
   /** The same, locked for the rest of the transaction. */
-  readonly findForUpdate: (accountId: string, id: string) => Effect.Effect<Option.Option<LinkRecord>>
-  readonly setDestination: (id: string, destinationUrl: string) => Effect.Effect<LinkRecord>
+  readonly findForUpdate: (accountId: AccountId, id: LinkId) => Effect.Effect<Option.Option<Link>>
+  readonly setDestination: (id: LinkId, destinationUrl: string) => Effect.Effect<Link>
   /** Changes the options given (undefined: left as is). */
-  readonly setOptions: (id: string, options: LinkOptionsChange) => Effect.Effect<LinkRecord>
-  readonly disable: (id: string) => Effect.Effect<LinkRecord>
+  readonly setOptions: (id: LinkId, options: LinkOptionsChange) => Effect.Effect<Link>
+  readonly disable: (id: LinkId) => Effect.Effect<Link>
   /** The account's links matching the search, newest first, keyset-paged on seq. */
-  readonly search: (accountId: string, search: LinkSearch) => Effect.Effect<ReadonlyArray<LinkRecord>>
+  readonly search: (accountId: AccountId, search: LinkSearch) => Effect.Effect<ReadonlyArray<LinkRecord>>
   /**
    * Every link of the account that matches the filter, newest first, read in keyset pages
    * so memory stays flat.
    */
-  readonly streamAll: (accountId: string, filter?: LinkFilter, pageSize?: number) => Stream.Stream<LinkRecord>
+  readonly streamAll: (accountId: AccountId, filter?: LinkFilter, pageSize?: number) => Stream.Stream<Link>
   /** Every link of every account after `afterSeq`, oldest first, at most `limit`. */
-  readonly snapshotsAfter: (
-    afterSeq: bigint,
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<LinkSnapshot>, DatabaseError>
+  readonly snapshotsAfter: (afterSeq: bigint, limit: number) => Effect.Effect<ReadonlyArray<LinkRecord>, DatabaseError>
 }
 
-/** Short links. Every call runs in the caller's transaction. */
+/** Short links, as the model (domain/Link.ts). Every call runs in the caller's transaction. */
 export class LinkRepo extends Context.Tag("LinkRepo")<LinkRepo, LinkRepoShape>() {}

@@ -1,4 +1,4 @@
-import { Context, type Effect } from "effect"
+import { Context, type Effect, type Schema } from "effect"
 
 /** The envelope of every event (docs/events.md). */
 export interface OutboxEvent<T extends string = string, D = unknown> {
@@ -11,7 +11,10 @@ export interface OutboxEvent<T extends string = string, D = unknown> {
 }
 
 export interface OutboxShape {
-  /** Appends the event (a new id, occurred now) for `key` on `topic`, in the caller's transaction. */
+  /**
+   * Appends the event (a new id, occurred now) for `key` on `topic`, in the caller's transaction,
+   * with `data` as given. Image events still take this path; new code uses appendEvent.
+   */
   readonly append: <T extends string, D>(
     topic: string,
     key: string,
@@ -19,6 +22,18 @@ export interface OutboxShape {
     accountId: string,
     data: D
   ) => Effect.Effect<OutboxEvent<T, D>>
+  /**
+   * The same, with `data` encoded through the event's data schema: what is stored is what the
+   * schema says. Data the schema refuses is a defect (the caller built an invalid state).
+   */
+  readonly appendEvent: <T extends string, A, I>(
+    schema: Schema.Schema<A, I>,
+    topic: string,
+    key: string,
+    type: T,
+    accountId: string,
+    data: A
+  ) => Effect.Effect<OutboxEvent<T, I>>
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Schedule, Stream } from "effect"
-import { AccountNotFound, API_KEY_FORMAT, KeyNotFound, type Principal } from "../../domain/Account.js"
+import { AccountId, AccountNotFound, API_KEY_FORMAT, KeyNotFound, type Principal } from "../../domain/Account.js"
 import { AccountRepo } from "../../domain/ports/AccountRepo.js"
 import type { Scope } from "../../domain/Scope.js"
 import { newId, randomBase62 } from "../Ids.js"
@@ -39,7 +39,7 @@ const make = (options: { readonly cache: boolean }) =>
 
     const createAccount = (input: { readonly name: string; readonly plan: string }) =>
       Effect.gen(function* () {
-        const id = newId("acct")
+        const id = AccountId.make(newId("acct"))
         yield* sql`INSERT INTO accounts (id, name, plan) VALUES (${id}, ${input.name}, ${input.plan})`
         return { id, name: input.name, plan: input.plan }
       })
@@ -112,7 +112,7 @@ const make = (options: { readonly cache: boolean }) =>
           if (row === undefined) return Option.none()
           const principal: Principal = {
             keyId,
-            accountId: row.account_id,
+            accountId: AccountId.make(row.account_id),
             plan: row.plan,
             scopes: new Set(row.scopes),
             unmetered: row.unmetered

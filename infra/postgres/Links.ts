@@ -1,117 +1,112 @@
 import { PgClient } from "@effect/sql-pg"
-import { Chunk, Effect, Layer, Option, Stream } from "effect"
-import type { LinkFilter, LinkRecord, LinkRow, LinkSearch, LinkSnapshot, LinkStatus } from "../../domain/Link.js"
+import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
+import type { AccountId } from "../../domain/Account.js"
+import {
+  Link,
+  type LinkFilter,
+  type LinkId,
+  LinkRecord,
+  type LinkSearch,
+  LinkStatus,
+  type NewLink,
+  Utm
+} from "../../domain/Link.js"
 import { type LinkOptionsChange, LinkRepo } from "../../domain/ports/LinkRepo.js"
 
-interface DbLink {
-  seq: string
-  id: string
-  account_id: string
-  slug: string
-  destination_url: string
-  status: LinkStatus
-  utm: LinkRow["utm"]
-  expires_at: Date | null
-  created_at: Date
-  updated_at: Date
+/** The columns of the links table as the driver returns them (timestamptz as Date, jsonb parsed). */
+const columns = {
+  id: Schema.String,
+  account_id: Schema.String,
+  slug: Schema.String,
+  destination_url: Schema.String,
+  status: LinkStatus,
+  utm: Schema.NullOr(Schema.encodedSchema(Utm)),
+  expires_at: Schema.NullOr(Schema.DateFromSelf),
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf
 }
 
-const toRow = (r: DbLink): LinkRecord => ({
-  seq: BigInt(r.seq),
-  id: r.id,
-  accountId: r.account_id,
-  slug: r.slug,
-  destinationUrl: r.destination_url,
-  status: r.status,
-  utm: r.utm,
-  expiresAt: r.expires_at,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at
-})
+/** Column names to the model's field names. */
+const fieldOfColumn = {
+  account_id: "accountId",
+  destination_url: "destinationUrl",
+  expires_at: "expiresAt",
+  created_at: "createdAt",
+  updated_at: "updatedAt"
+} as const
 
-interface DbSnapshot {
-  readonly seq: string
-  readonly id: string
-  readonly account_id: string
-  readonly slug: string
-  readonly destination_url: string
-  readonly status: string
-  readonly utm: Record<string, string> | null
-  readonly expires_at: Date | null
-  readonly updated_at: Date
-}
+/** A row decodes into the model: renamed to its fields, then checked and built by Link itself. */
+const LinkFromRow = Schema.Struct(columns).pipe(Schema.rename(fieldOfColumn), Schema.compose(Link))
 
-const toSnapshot = (r: DbSnapshot): LinkSnapshot => ({
-  seq: BigInt(r.seq),
-  id: r.id,
-  accountId: r.account_id,
-  slug: r.slug,
-  destinationUrl: r.destination_url,
-  status: r.status,
-  utm: r.utm,
-  expiresAt: r.expires_at,
-  updatedAt: r.updated_at
-})
+/** The same with the row's keyset position (int8 arrives as a string). */
+const LinkRecordFromRow = Schema.Struct({ seq: Schema.BigInt, ...columns }).pipe(
+  Schema.rename(fieldOfColumn),
+  Schema.compose(LinkRecord)
+)
+
+// A row the model refuses is a defect (every write goes through the model): callers orDie.
+const decodeLink = Schema.decodeUnknown(LinkFromRow)
+const decodeRecords = Schema.decodeUnknown(Schema.Array(LinkRecordFromRow))
+/** The first row as the model, if there is one. */
+const firstLink = (rows: ReadonlyArray<unknown>) =>
+  rows.length === 0 ? Effect.succeedNone : Effect.asSome(decodeLink(rows[0]))
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
-  const insert = (link: Omit<LinkRow, "createdAt" | "updatedAt">) =>
-    sql<DbLink>`
+  const insert = (link: NewLink) =>
+    sql`
       INSERT INTO links (id, account_id, slug, destination_url, status, utm, expires_at)
       VALUES (${link.id}, ${link.accountId}, ${link.slug}, ${link.destinationUrl}, ${link.status},
               ${link.utm === null ? null : sql.json(link.utm)}, ${link.expiresAt})
       ON CONFLICT (slug) DO NOTHING
-      RETURNING *`.pipe(
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRow)),
+      RETURNING *`.pipe(Effect.flatMap(firstLink), Effect.orDie)
+
+  const find = (accountId: AccountId, id: LinkId) =>
+    sql`SELECT * FROM links WHERE id = ${id} AND account_id = ${accountId}`.pipe(
+      Effect.flatMap(firstLink),
       Effect.orDie
     )
 
-  const find = (accountId: string, id: string) =>
-    sql<DbLink>`SELECT * FROM links WHERE id = ${id} AND account_id = ${accountId}`.pipe(
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRow)),
-      Effect.orDie
-    )
-
-  const findForUpdate = (accountId: string, id: string) =>
-    sql<DbLink>`SELECT * FROM links WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`.pipe(
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRow)),
+  const findForUpdate = (accountId: AccountId, id: LinkId) =>
+    sql`SELECT * FROM links WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`.pipe(
+      Effect.flatMap(firstLink),
       Effect.orDie
     )
 
   // updated_at orders a link's versions for the redirector's slug table: the time of the
   // change itself (not the transaction start, which a concurrent change waiting on the row
   // lock would share or precede), and never earlier than the version it replaces.
-  const setDestination = (id: string, destinationUrl: string) =>
-    sql<DbLink>`
+  const setDestination = (id: LinkId, destinationUrl: string) =>
+    sql`
       UPDATE links SET destination_url = ${destinationUrl}, updated_at = greatest(clock_timestamp(), updated_at)
       WHERE id = ${id} RETURNING *`.pipe(
-      Effect.map((rows) => toRow(rows[0]!)),
+      Effect.flatMap((rows) => decodeLink(rows[0])),
       Effect.orDie
     )
 
-  const setOptions = (id: string, options: LinkOptionsChange) =>
-    sql<DbLink>`
+  const setOptions = (id: LinkId, options: LinkOptionsChange) =>
+    sql`
       UPDATE links SET
         utm = CASE WHEN ${options.utm !== undefined} THEN ${options.utm == null ? null : sql.json(options.utm)}::jsonb ELSE utm END,
         expires_at = CASE WHEN ${options.expiresAt !== undefined} THEN ${options.expiresAt ?? null}::timestamptz ELSE expires_at END,
         updated_at = greatest(clock_timestamp(), updated_at)
       WHERE id = ${id} RETURNING *`.pipe(
-      Effect.map((rows) => toRow(rows[0]!)),
+      Effect.flatMap((rows) => decodeLink(rows[0])),
       Effect.orDie
     )
 
-  const disable = (id: string) =>
-    sql<DbLink>`
+  const disable = (id: LinkId) =>
+    sql`
       UPDATE links SET status = 'disabled', updated_at = greatest(clock_timestamp(), updated_at)
       WHERE id = ${id} RETURNING *`.pipe(
-      Effect.map((rows) => toRow(rows[0]!)),
+      Effect.flatMap((rows) => decodeLink(rows[0])),
       Effect.orDie
     )
 
-  const search = (accountId: string, s: LinkSearch) => {
+  const search = (accountId: AccountId, s: LinkSearch) => {
     const conditions = [sql`account_id = ${accountId}`]
     if (s.afterSeq !== undefined) conditions.push(sql`seq < ${s.afterSeq.toString()}`)
     if (s.q !== undefined && s.q !== "") {
@@ -123,15 +118,12 @@ const make = Effect.gen(function* () {
     // created_after=<a link's created_at> must leave that link out.
     if (s.createdAfter !== undefined) conditions.push(sql`date_trunc('milliseconds', created_at) > ${s.createdAfter}`)
     if (s.createdBefore !== undefined) conditions.push(sql`date_trunc('milliseconds', created_at) < ${s.createdBefore}`)
-    return sql<DbLink>`
+    return sql`
       SELECT * FROM links WHERE ${sql.and(conditions)}
-      ORDER BY seq DESC LIMIT ${s.limit}`.pipe(
-      Effect.map((rows) => rows.map(toRow)),
-      Effect.orDie
-    )
+      ORDER BY seq DESC LIMIT ${s.limit}`.pipe(Effect.flatMap(decodeRecords), Effect.orDie)
   }
 
-  const streamAll = (accountId: string, filter: LinkFilter = {}, pageSize = 500) =>
+  const streamAll = (accountId: AccountId, filter: LinkFilter = {}, pageSize = 500) =>
     Stream.paginateChunkEffect(undefined as bigint | undefined, (afterSeq) =>
       search(accountId, { ...filter, afterSeq, limit: pageSize }).pipe(
         Effect.map((rows) => {
@@ -142,10 +134,8 @@ const make = Effect.gen(function* () {
     )
 
   const snapshotsAfter = (afterSeq: bigint, limit: number) =>
-    sql<DbSnapshot>`
-        SELECT seq, id, account_id, slug, destination_url, status, utm, expires_at, updated_at
-        FROM links WHERE seq > ${afterSeq.toString()} ORDER BY seq LIMIT ${limit}`.pipe(
-      Effect.map((rows) => rows.map(toSnapshot))
+    sql`SELECT * FROM links WHERE seq > ${afterSeq.toString()} ORDER BY seq LIMIT ${limit}`.pipe(
+      Effect.flatMap((rows) => Effect.orDie(decodeRecords(rows)))
     )
 
   return LinkRepo.of({

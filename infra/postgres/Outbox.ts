@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { Outbox, type OutboxEvent } from "../../domain/ports/Outbox.js"
 import { newId } from "../Ids.js"
 
@@ -25,7 +25,16 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
   }
-  return Outbox.of({ append })
+  const appendEvent = <T extends string, A, I>(
+    schema: Schema.Schema<A, I>,
+    topic: string,
+    key: string,
+    type: T,
+    accountId: string,
+    data: A
+  ): Effect.Effect<OutboxEvent<T, I>, never> =>
+    Effect.flatMap(Effect.orDie(Schema.encode(schema)(data)), (encoded) => append(topic, key, type, accountId, encoded))
+  return Outbox.of({ append, appendEvent })
 })
 
 /** The outbox table; OutboxRelay.ts publishes it. */

@@ -1,5 +1,5 @@
 import { Effect, Either } from "effect"
-import type { Principal } from "../../domain/Account.js"
+import { AccountId, type Principal } from "../../domain/Account.js"
 import type { AbuseReport, ImageRow, RatingReview, StorageUsage } from "../../domain/Image.js"
 import type { ImageInfo } from "../../domain/ports/Codec.js"
 import type { FetchError, FetchedResponse } from "../../domain/ports/SafeFetcher.js"
@@ -66,7 +66,7 @@ export const INFO: ImageInfo = {
 
 export const principal = (overrides: Partial<Principal> = {}): Principal => ({
   keyId: "key_1",
-  accountId: "acc_1",
+  accountId: AccountId.make("acct_1"),
   plan: "free",
   scopes: new Set(["images:read", "images:write"]),
   unmetered: false,

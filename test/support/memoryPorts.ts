@@ -1,6 +1,6 @@
-import { Chunk, Clock, Effect, Either, Layer, Option, Stream } from "effect"
-import type { Principal } from "../../domain/Account.js"
-import type { LinkFilter, LinkRecord, LinkRow, LinkSearch } from "../../domain/Link.js"
+import { Chunk, Clock, Effect, Either, Layer, Option, Schema, Stream } from "effect"
+import { AccountId, type Principal } from "../../domain/Account.js"
+import { type Link, type LinkFilter, LinkRecord, type LinkSearch } from "../../domain/Link.js"
 import { LinkRepo } from "../../domain/ports/LinkRepo.js"
 import { Outbox, type OutboxEvent } from "../../domain/ports/Outbox.js"
 import { UsageRepo } from "../../domain/ports/UsageRepo.js"
@@ -25,7 +25,7 @@ export interface MemoryState {
 /** A principal of the given account (plan free, metered unless told). */
 export const principal = (accountId: string, options: Partial<Principal> = {}): Principal => ({
   keyId: `key_${accountId}`,
-  accountId,
+  accountId: AccountId.make(accountId),
   plan: "free",
   scopes: new Set(["links:read", "links:write"]),
   unmetered: false,
@@ -36,10 +36,10 @@ const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
 const makeLinkRepo = (state: MemoryState) => {
   const nextSeq = () => ++state.seq
-  const change = (id: string, f: (row: LinkRecord) => Partial<LinkRow>) =>
+  const change = (id: string, f: (row: LinkRecord) => Partial<Link>) =>
     Effect.map(now, (at) => {
       const row = state.links.get(id)!
-      const changed = { ...row, ...f(row), updatedAt: at }
+      const changed = new LinkRecord({ ...row, ...f(row), updatedAt: at })
       state.links.set(id, changed)
       return changed
     })
@@ -69,7 +69,7 @@ const makeLinkRepo = (state: MemoryState) => {
       Effect.map(now, (at) => {
         state.calls.push("links.insert")
         if ([...state.links.values()].some((l) => l.slug === link.slug)) return Option.none()
-        const row: LinkRecord = { ...link, seq: nextSeq(), createdAt: at, updatedAt: at }
+        const row = new LinkRecord({ ...link, seq: nextSeq(), createdAt: at, updatedAt: at })
         state.links.set(row.id, row)
         return Option.some(row)
       }),
@@ -91,22 +91,28 @@ const makeLinkRepo = (state: MemoryState) => {
   })
 }
 
-const makeOutbox = (state: MemoryState) =>
-  Outbox.of({
-    append: (topic, key, type, accountId, data) =>
-      Effect.map(now, (at) => {
-        const event = {
-          id: `evt_${state.events.length + 1}`,
-          type,
-          version: 1 as const,
-          occurred_at: at.toISOString(),
-          account_id: accountId,
-          data
-        }
-        state.events.push({ ...event, topic, key })
-        return event
-      })
+const makeOutbox = (state: MemoryState) => {
+  const append = <T extends string, D>(topic: string, key: string, type: T, accountId: string, data: D) =>
+    Effect.map(now, (at) => {
+      const event = {
+        id: `evt_${state.events.length + 1}`,
+        type,
+        version: 1 as const,
+        occurred_at: at.toISOString(),
+        account_id: accountId,
+        data
+      }
+      state.events.push({ ...event, topic, key })
+      return event
+    })
+  return Outbox.of({
+    append,
+    appendEvent: (schema, topic, key, type, accountId, data) =>
+      Effect.flatMap(Effect.orDie(Schema.encode(schema)(data)), (encoded) =>
+        append(topic, key, type, accountId, encoded)
+      )
   })
+}
 
 /** A savepoint of the in-memory state: `counted` rolls back to it as PostgreSQL would. */
 const savepoint = (state: MemoryState) => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { AccountId } from "../../domain/Account.js"
 import { ImageFailed, InvalidInput, NotFound, QuotaExceeded, UnsupportedContent } from "../../domain/Errors.js"
 import { usagePeriod } from "../../domain/Plan.js"
 import { CORRUPT_PNG, emptyWorld, PNG, principal, upload, withImages } from "../support/imagePorts.js"
@@ -7,7 +8,7 @@ import { CORRUPT_PNG, emptyWorld, PNG, principal, upload, withImages } from "../
 // The Images service over in-memory ports: each rule of the use cases, by name.
 
 const owner = principal()
-const stranger = principal({ accountId: "acc_2", keyId: "key_2" })
+const stranger = principal({ accountId: AccountId.make("acct_2"), keyId: "key_2" })
 
 describe("Images.upload", () => {
   it.effect("a supported image becomes a processing image with its private source, its job and image.uploaded", () =>

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CustomSlug, DestinationUrl, LinkStatus, Utm } from "../../../domain/Link.js"
+import { CustomSlug, DestinationUrl, Link as LinkModel, LinkStatus, shortUrl, Utm } from "../../../domain/Link.js"
 import * as E from "../Errors.js"
 import { Authentication } from "../middleware/Authentication.js"
 import { IdempotencyKey } from "../middleware/Idempotency.js"
@@ -8,6 +8,7 @@ import { JsonBody } from "../middleware/JsonBody.js"
 import { RequiredScope } from "../middleware/Scopes.js"
 import { Cursor, Envelope, IdPath, intFromString, Limit, optional, Page, SuccessDoc } from "../Shared.js"
 
+/** The API record of a link: the model (domain/Link.ts) under the contract's names, with its short URLs. */
 export const Link = Schema.Struct({
   id: Schema.String.annotations({ description: "Link identifier; begins with link_." }),
   slug: Schema.String,
@@ -16,18 +17,37 @@ export const Link = Schema.Struct({
     jsonSchema: { type: "string", format: "uri" }
   }),
   destination_url: Schema.String.annotations({ jsonSchema: { type: "string", format: "uri" } }),
-  publication_status: LinkStatus,
+  publication_status: LinkModel.fields.status,
   created_at: Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } }),
   updated_at: Schema.String.annotations({ jsonSchema: { type: "string", format: "date-time" } }),
   expires_at: Schema.NullOr(Schema.String).annotations({
     description: "Set through /links/{id}/options; null: never expires."
   }),
-  utm: Schema.NullOr(Utm),
+  utm: LinkModel.fields.utm,
   short_urls: Schema.Array(Schema.String).annotations({
     description: "The canonical short URL first, then one per verified custom domain."
   })
 }).annotations({ identifier: "Link" })
 export type Link = typeof Link.Type
+
+/** A link's API record, its short URLs under `shortBase` ({short_base}). */
+export const toApiLink =
+  (shortBase: string) =>
+  (link: LinkModel): Link => {
+    const url = shortUrl(shortBase, link)
+    return {
+      id: link.id,
+      slug: link.slug,
+      short_url: url,
+      destination_url: link.destinationUrl,
+      publication_status: link.status,
+      created_at: link.createdAt.toISOString(),
+      updated_at: link.updatedAt.toISOString(),
+      expires_at: link.expiresAt?.toISOString() ?? null,
+      utm: link.utm,
+      short_urls: [url]
+    }
+  }
 
 export const CreateLink = Schema.Struct({
   url: DestinationUrl,
@@ -121,6 +141,12 @@ export const LinkOptions = Schema.Struct({
     jsonSchema: { type: ["string", "null"], format: "date-time" }
   })
 }).annotations({ identifier: "LinkOptions" })
+
+/** A link's options record (GET and PATCH /links/{id}/options). */
+export const toApiLinkOptions = (link: LinkModel): typeof LinkOptions.Type => ({
+  utm: link.utm,
+  expires_at: link.expiresAt?.toISOString() ?? null
+})
 
 export const UpdateLinkOptions = Schema.Struct({
   utm: optional(Schema.NullOr(Utm)),

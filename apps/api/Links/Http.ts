@@ -1,13 +1,13 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
-import type { LinkFilter, LinkRecord } from "../../../domain/Link.js"
+import type { LinkFilter } from "../../../domain/Link.js"
 import type { LinkOptionsChange } from "../../../domain/ports/LinkRepo.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { envelope, keysetPage } from "../Shared.js"
-import type { ExportLinksParams, Link, LinkOptions, UpdateLinkOptions } from "./Api.js"
+import { type ExportLinksParams, toApiLink, toApiLinkOptions, type UpdateLinkOptions } from "./Api.js"
 import { linksCsv } from "./Csv.js"
 import { Links } from "./Links.js"
 import { renderQr } from "./Qr.js"
@@ -28,31 +28,12 @@ const toOptionsChange = (payload: typeof UpdateLinkOptions.Type): LinkOptionsCha
     : { expiresAt: payload.expires_at === null ? null : new Date(payload.expires_at) })
 })
 
-const toOptions = (row: LinkRecord): typeof LinkOptions.Type => ({
-  utm: row.utm,
-  expires_at: row.expiresAt?.toISOString() ?? null
-})
-
 export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
   Effect.gen(function* () {
     const operations = yield* IdempotentOperations
     const links = yield* Links
 
-    const toApi = (row: LinkRecord): Link => {
-      const shortUrl = links.shortUrl(row)
-      return {
-        id: row.id,
-        slug: row.slug,
-        short_url: shortUrl,
-        destination_url: row.destinationUrl,
-        publication_status: row.status,
-        created_at: row.createdAt.toISOString(),
-        updated_at: row.updatedAt.toISOString(),
-        expires_at: row.expiresAt?.toISOString() ?? null,
-        utm: row.utm,
-        short_urls: [shortUrl]
-      }
-    }
+    const toApi = toApiLink(links.shortBase)
 
     return withIdempotency(
       operations,
@@ -60,7 +41,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
         .handle("create", ({ payload }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => links.create(p, { url: payload.url, customSlug: payload.custom_slug })),
-            Effect.flatMap((row) => envelope(toApi(row))),
+            Effect.flatMap((link) => envelope(toApi(link))),
             E.mapDomainErrors
           )
         )
@@ -88,35 +69,35 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
         .handle("get", ({ path }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => links.get(p, path.id)),
-            Effect.flatMap((row) => envelope(toApi(row))),
+            Effect.flatMap((link) => envelope(toApi(link))),
             E.mapDomainErrors
           )
         )
         .handle("update", ({ path, payload }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => links.update(p, path.id, payload.url)),
-            Effect.flatMap((row) => envelope(toApi(row))),
+            Effect.flatMap((link) => envelope(toApi(link))),
             E.mapDomainErrors
           )
         )
         .handle("disable", ({ path }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => links.disable(p, path.id)),
-            Effect.flatMap((row) => envelope(toApi(row))),
+            Effect.flatMap((link) => envelope(toApi(link))),
             E.mapDomainErrors
           )
         )
         .handle("getOptions", ({ path }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => links.getOptions(p, path.id)),
-            Effect.flatMap((row) => envelope(toOptions(row))),
+            Effect.flatMap((link) => envelope(toApiLinkOptions(link))),
             E.mapDomainErrors
           )
         )
         .handle("updateOptions", ({ path, payload }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => links.updateOptions(p, path.id, toOptionsChange(payload))),
-            Effect.flatMap((row) => envelope(toOptions(row))),
+            Effect.flatMap((link) => envelope(toApiLinkOptions(link))),
             E.mapDomainErrors
           )
         )

@@ -8,16 +8,19 @@ import {
   SlugTaken,
   UrlNotAllowed
 } from "../../../domain/Errors.js"
-import { Topics } from "../../../domain/Events.js"
+import { type LinkEvent, Topics } from "../../../domain/Events.js"
 import {
   effectivePort,
   isLinkId,
   isLoopbackHost,
   isReservedSlug,
+  type Link,
   type LinkFilter,
-  type LinkRecord,
-  type LinkSearch
+  LinkId,
+  type LinkSearch,
+  shortUrl
 } from "../../../domain/Link.js"
+import { LinkEventPayload } from "../../../domain/LinkEventPayload.js"
 import {
   expiryCeiling,
   expiryWithinPlan,
@@ -46,17 +49,9 @@ const hostKey = (url: URL) => {
   return url.port === "" ? name : `${name}:${url.port}`
 }
 
-/** The state a link event carries (docs/events.md, LinkState): the link after the change. */
-const eventData = (row: LinkRecord) => ({
-  id: row.id,
-  slug: row.slug,
-  destination_url: row.destinationUrl,
-  created_at: row.createdAt.toISOString(),
-  updated_at: row.updatedAt.toISOString(),
-  expires_at: row.expiresAt?.toISOString() ?? null,
-  utm: row.utm,
-  publication_status: row.status
-})
+/** Appends the link event of the change: its data is the link after it, encoded by LinkEventPayload. */
+const appendLinkEvent = (outbox: OutboxShape, type: LinkEvent["type"], link: Link) =>
+  outbox.appendEvent(LinkEventPayload, Topics.links, link.id, type, link.accountId, link)
 
 /** This service's own hosts and ports, which a destination may not point back at. */
 interface OwnTargets {
@@ -119,33 +114,33 @@ const checkExpiryCeiling = (plan: PlanLimits, principal: Principal, expiresAt: D
  */
 const owned = (links: LinkRepoShape, principal: Principal, id: string, forUpdate = false) =>
   Effect.gen(function* () {
-    const row = !isLinkId(id)
+    const link = !isLinkId(id)
       ? Option.none()
       : yield* forUpdate ? links.findForUpdate(principal.accountId, id) : links.find(principal.accountId, id)
-    if (Option.isNone(row)) return yield* new NotFound({ message: "No such link." })
-    return row.value
+    if (Option.isNone(link)) return yield* new NotFound({ message: "No such link." })
+    return link.value
   })
 
 /** The caller's link, locked for the transaction, if it may still change: a disabled link may not. */
 const changeable = (links: LinkRepoShape, principal: Principal, id: string) =>
-  Effect.flatMap(owned(links, principal, id, true), (row) =>
-    row.status === "disabled"
+  Effect.flatMap(owned(links, principal, id, true), (link) =>
+    link.status === "disabled"
       ? Effect.fail(new LinkDisabled({ message: "A disabled link cannot be changed." }))
-      : Effect.succeed(row)
+      : Effect.succeed(link)
   )
 
 /** Inserts the link under its custom slug (SlugTaken when in use) or a random free one; appends link.created. */
 const insertLink = (links: LinkRepoShape, outbox: OutboxShape, principal: Principal, input: CreateLinkInput) =>
   Effect.gen(function* () {
     const base = {
-      id: newId("link"),
+      id: LinkId.make(newId("link")),
       accountId: principal.accountId,
       destinationUrl: input.url,
       status: "active" as const,
       utm: null,
       expiresAt: null
     }
-    let row: LinkRecord
+    let link: Link
     if (input.customSlug !== undefined) {
       const inserted = yield* links.insert({ ...base, slug: input.customSlug })
       if (Option.isNone(inserted)) {
@@ -154,10 +149,10 @@ const insertLink = (links: LinkRepoShape, outbox: OutboxShape, principal: Princi
           detail: `custom_slug: '${input.customSlug}' is taken`
         })
       }
-      row = inserted.value
+      link = inserted.value
     } else {
       // 62^7 slugs: a collision is rare, and each attempt draws a fresh random one.
-      row = yield* firstFree(
+      link = yield* firstFree(
         Effect.suspend(() => {
           const slug = newSlug()
           return isReservedSlug(slug) ? Effect.succeedNone : links.insert({ ...base, slug })
@@ -165,13 +160,13 @@ const insertLink = (links: LinkRepoShape, outbox: OutboxShape, principal: Princi
         "slug"
       )
     }
-    yield* outbox.append(Topics.links, row.id, "link.created", row.accountId, eventData(row))
-    return row
+    yield* appendLinkEvent(outbox, "link.created", link)
+    return link
   })
 
 /**
  * Short links: the use cases the API, the CLI and tests share. Failures are the domain's
- * (domain/Errors.ts); results are the repository's records.
+ * (domain/Errors.ts); results are the model (domain/Link.ts), with `seq` where a page needs it.
  *
  * No method opens a transaction. A write (create, update, disable, updateOptions) runs in the
  * caller's: the API's IdempotentOperations opens one around every POST, PATCH and DELETE; any
@@ -186,9 +181,6 @@ export class Links extends Effect.Service<Links>()("Links", {
     const plans = yield* Plans
     const config = yield* AppConfig
     const own = ownTargets(config)
-
-    /** The canonical short URL of a link: {short_base}/{slug}. */
-    const shortUrl = (row: Pick<LinkRecord, "slug">): string => `${config.shortBase}/${row.slug}`
 
     /**
      * Links per month: the link is counted in the caller's transaction, or the quota refuses it
@@ -221,24 +213,24 @@ export class Links extends Effect.Service<Links>()("Links", {
     )
 
     /** Every link of the caller matching the filter, newest first, read in pages (memory stays flat). */
-    const exportRows = (principal: Principal, filter: LinkFilter): Stream.Stream<LinkRecord> =>
+    const exportRows = (principal: Principal, filter: LinkFilter): Stream.Stream<Link> =>
       links.streamAll(principal.accountId, filter)
 
     const update = Effect.fn("Links.update")(function* (principal: Principal, id: string, url: string) {
-      yield* changeable(links, principal, id)
+      const current = yield* changeable(links, principal, id)
       yield* checkDestination(own, url)
-      const row = yield* links.setDestination(id, url)
-      yield* outbox.append(Topics.links, row.id, "link.updated", row.accountId, eventData(row))
-      return row
+      const link = yield* links.setDestination(current.id, url)
+      yield* appendLinkEvent(outbox, "link.updated", link)
+      return link
     })
 
     const disable = Effect.fn("Links.disable")(function* (principal: Principal, id: string) {
       const current = yield* owned(links, principal, id, true)
       // Disabling twice is not an error: the link is disabled, as asked (and no new event).
       if (current.status === "disabled") return current
-      const row = yield* links.disable(id)
-      yield* outbox.append(Topics.links, row.id, "link.disabled", row.accountId, eventData(row))
-      return row
+      const link = yield* links.disable(current.id)
+      yield* appendLinkEvent(outbox, "link.disabled", link)
+      return link
     })
 
     /** The link whose options (utm, expiresAt) the caller reads. */
@@ -250,13 +242,13 @@ export class Links extends Effect.Service<Links>()("Links", {
       id: string,
       change: LinkOptionsChange
     ) {
-      yield* changeable(links, principal, id)
+      const current = yield* changeable(links, principal, id)
       if (change.expiresAt instanceof Date) {
         yield* checkExpiryCeiling(plans.limits(principal.plan), principal, change.expiresAt)
       }
-      const row = yield* links.setOptions(id, change)
-      yield* outbox.append(Topics.links, row.id, "link.updated", row.accountId, eventData(row))
-      return row
+      const link = yield* links.setOptions(current.id, change)
+      yield* appendLinkEvent(outbox, "link.updated", link)
+      return link
     })
 
     /**
@@ -271,9 +263,12 @@ export class Links extends Effect.Service<Links>()("Links", {
           detail: "domain: must be a verified custom domain of the account"
         })
       }
-      return { link, url: shortUrl(link) }
+      return { link, url: shortUrl(config.shortBase, link) }
     })
 
-    return { create, get, list, exportRows, update, disable, getOptions, updateOptions, qr, shortUrl } as const
+    /** The base of the links' short URLs ({short_base}), for their API records. */
+    const shortBase = config.shortBase
+
+    return { create, get, list, exportRows, update, disable, getOptions, updateOptions, qr, shortBase } as const
   })
 }) {}
