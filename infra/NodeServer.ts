@@ -17,8 +17,8 @@ export const nodeServerLayer = (options: {
   const server = createServer({ keepAliveTimeout: 65_000 })
   // Requests node:http refuses before any handler runs still get the contract's error body.
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable || (error as any).code === "ECONNRESET") return socket.destroy()
-    const tooLarge = (error as any).code === "HPE_HEADER_OVERFLOW"
+    if (!socket.writable || error.code === "ECONNRESET") return socket.destroy()
+    const tooLarge = error.code === "HPE_HEADER_OVERFLOW"
     const status = tooLarge ? "431 Request Header Fields Too Large" : "400 Bad Request"
     const requestId = newRequestId()
     const body = JSON.stringify({

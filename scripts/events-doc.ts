@@ -41,7 +41,9 @@ export const renderEventsDoc = (): string => {
       const description = SchemaAST.getDescriptionAnnotation(event.ast)
       out.push(`### \`${String(type)}\`${version === 1 ? "" : ` (version ${String(version)})`}`, "")
       if (description._tag === "Some") out.push(description.value, "")
-      out.push("```json", JSON.stringify(JSONSchema.make(event as Schema.Schema<any, any, never>), null, 2), "```", "")
+      // Any one event schema: `make` cannot infer its type parameters from the union of them all.
+      const schema: Schema.Schema.AnyNoContext = event
+      out.push("```json", JSON.stringify(JSONSchema.make(schema), null, 2), "```", "")
     }
   }
   return out.join("\n")

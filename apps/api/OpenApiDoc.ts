@@ -4,28 +4,39 @@ import { Api } from "./Api.js"
 import * as E from "./Errors.js"
 import { IdempotencyKey } from "./middleware/Idempotency.js"
 import { RequiredScope } from "./middleware/Scopes.js"
-import { SuccessDoc } from "./Shared.js"
-
-type Json = any
+import { type Json, type JsonObject, SuccessDoc } from "./Shared.js"
 
 const DECODE_ERROR_REF = "#/components/schemas/HttpApiDecodeError"
+
+const isObject = (node: Json | undefined): node is JsonObject =>
+  typeof node === "object" && node !== null && !Array.isArray(node)
+
+/** `node[key]` when both are objects; undefined otherwise. */
+const child = (node: Json | undefined, key: string): JsonObject | undefined => {
+  if (!isObject(node)) return undefined
+  const value = node[key]
+  return isObject(value) ? value : undefined
+}
 
 /** HttpApi documents its own decode error; ErrorEnvelope answers with the contract's body instead. */
 const dropDecodeError = (node: Json): Json => {
   if (Array.isArray(node)) return node.map(dropDecodeError)
-  if (node === null || typeof node !== "object") return node
+  return isObject(node) ? dropDecodeErrorIn(node) : node
+}
+const dropDecodeErrorIn = (node: JsonObject): JsonObject => {
   if (Array.isArray(node.anyOf)) {
-    const anyOf = node.anyOf.filter((s: Json) => s?.$ref !== DECODE_ERROR_REF).map(dropDecodeError)
+    const anyOf = node.anyOf.filter((s) => !(isObject(s) && s.$ref === DECODE_ERROR_REF)).map(dropDecodeError)
     const { anyOf: _, ...rest } = node
-    return anyOf.length === 1 ? { ...rest, ...anyOf[0] } : { ...rest, anyOf }
+    const [only] = anyOf
+    return anyOf.length === 1 ? { ...rest, ...(isObject(only) ? only : {}) } : { ...rest, anyOf }
   }
-  return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, dropDecodeError(v)]))
+  return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, v === undefined ? v : dropDecodeError(v)]))
 }
 
 const toOpenApiPath = (template: string) => template.replace(/:([A-Za-z_]+)/g, "{$1}")
 
 /** The response headers the middlewares set, shared by the operations that send them. */
-const HEADERS: Json = {
+const HEADERS = {
   "X-Request-Id": {
     description:
       "The id of this request, the same as `meta.request_id` or `error.request_id` in the body (a replayed response keeps the first request's id). Quote it in support reports.",
@@ -42,26 +53,41 @@ const HEADERS: Json = {
       "Seconds to wait before retrying. Sent with 503 and 429, and with 409 `idempotency_request_in_progress`.",
     schema: { type: "integer", minimum: 0 }
   }
-}
-const headerRef = (name: keyof typeof HEADERS & string) => ({ $ref: `#/components/headers/${name}` })
+} satisfies JsonObject
+const headerRef = (name: keyof typeof HEADERS) => ({ $ref: `#/components/headers/${name}` })
+
+/** The component name a `$ref` points at. */
+const refName = (ref: Json): string =>
+  String(isObject(ref) ? ref.$ref : undefined)
+    .split("/")
+    .at(-1)!
 
 /** The error schemas an error response lists (components), from its `anyOf` or single `$ref`. */
-const errorSchemas = (spec: Json, schema: Json): Array<Json> =>
-  (schema?.anyOf ?? (schema === undefined ? [] : [schema])).map(
-    (r: Json) => spec.components?.schemas?.[String(r?.$ref).split("/").at(-1)!]
-  )
-const codeOf = (error: Json): string | undefined => error?.properties?.error?.properties?.code?.enum?.[0]
+const errorSchemas = (spec: JsonObject, schema: Json | undefined): Array<Json | undefined> => {
+  const anyOf = isObject(schema) ? schema.anyOf : undefined
+  const refs = Array.isArray(anyOf) ? anyOf : schema === undefined ? [] : [schema]
+  const schemas = child(child(spec, "components"), "schemas")
+  return refs.map((r) => schemas?.[refName(r)])
+}
+const codeOf = (error: Json | undefined): string | undefined => {
+  const codes = child(child(child(child(error, "properties"), "error"), "properties"), "code")?.enum
+  const code = Array.isArray(codes) ? codes[0] : undefined
+  return typeof code === "string" ? code : undefined
+}
 
 /**
  * The description of an error response, from the errors it lists: HttpApi takes the first
  * error's (or its decode error's) description for the whole status.
  */
-const describeErrors = (errors: Array<Json>): string | undefined => {
-  if (errors.length === 0 || errors.some((e) => typeof e?.description !== "string")) return undefined
-  if (errors.length === 1) return errors[0].description
+const describeErrors = (errors: ReadonlyArray<Json | undefined>): string | undefined => {
+  const described = errors.flatMap((e) =>
+    isObject(e) && typeof e.description === "string" ? [{ code: codeOf(e), description: e.description }] : []
+  )
+  if (errors.length === 0 || described.length < errors.length) return undefined
+  if (described.length === 1) return described[0]!.description
   return [
     "One of these errors (branch on `error.code`):",
-    ...errors.map((e) => `- \`${codeOf(e)}\`: ${e.description}`)
+    ...described.map((e) => `- \`${e.code}\`: ${e.description}`)
   ].join("\n")
 }
 
@@ -103,29 +129,36 @@ const isStored = (code: string | undefined) => code !== undefined && E.errorDefO
  * plus what the middlewares do for every operation: the Idempotency-Key header and the
  * scope each operation requires.
  */
-export const openApiDocument: Json = (() => {
-  const spec: Json = dropDecodeError(OpenApi.fromApi(Api))
-  for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete spec.components?.schemas?.[name]
-  spec.components = { ...spec.components, headers: { ...spec.components?.headers, ...HEADERS } }
+export const openApiDocument: JsonObject = (() => {
+  // fromApi's OpenAPISpec is plain JSON, but as an interface it has no index signature to walk it by.
+  const spec = dropDecodeErrorIn(OpenApi.fromApi(Api) as unknown as JsonObject)
+  const schemas = child(child(spec, "components"), "schemas")
+  for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete schemas?.[name]
+  spec.components = {
+    ...child(spec, "components"),
+    headers: { ...child(child(spec, "components"), "headers"), ...HEADERS }
+  }
   for (const route of endpoints) {
-    const op = spec.paths?.[toOpenApiPath(route.template)]?.[route.method.toLowerCase()]
+    const op = child(child(child(spec, "paths"), toOpenApiPath(route.template)), route.method.toLowerCase())
     if (op === undefined) continue
     const extra = route.success
-    for (const [code, response] of Object.entries<Json>(op.responses ?? {})) {
+    const responses = child(op, "responses") ?? {}
+    for (const [code, response] of Object.entries(responses)) {
+      if (!isObject(response)) continue
       const status = Number(code)
       let replayable = status >= 200 && status < 300
       if (status >= 400) {
-        const schema = response.content?.["application/json"]?.schema
+        const schema = child(child(response, "content"), "application/json")?.schema
         // Only HttpApi's own decode error: nothing of this operation can fail validation.
-        if (schema?.$ref === DECODE_ERROR_REF) {
-          delete op.responses[code]
+        if (isObject(schema) && schema.$ref === DECODE_ERROR_REF) {
+          delete responses[code]
           continue
         }
         const errors = errorSchemas(spec, schema)
         response.description = describeErrors(errors) ?? response.description
         replayable = status < 500 && errors.some((e) => isStored(codeOf(e)))
       }
-      const headers: Json = { "X-Request-Id": headerRef("X-Request-Id") }
+      const headers: JsonObject = { "X-Request-Id": headerRef("X-Request-Id") }
       if (route.mutating && replayable) headers["Idempotent-Replayed"] = headerRef("Idempotent-Replayed")
       if (status === 503 || status === 429 || (route.mutating && status === 409)) {
         headers["Retry-After"] = headerRef("Retry-After")
@@ -134,9 +167,9 @@ export const openApiDocument: Json = (() => {
         for (const [name, description] of Object.entries(extra.headers ?? {})) {
           headers[name] = { description, required: true, schema: { type: "string" } }
         }
-        if (extra.content !== undefined) response.content = { ...response.content, ...extra.content }
+        if (extra.content !== undefined) response.content = { ...child(response, "content"), ...extra.content }
       }
-      response.headers = { ...response.headers, ...headers }
+      response.headers = { ...child(response, "headers"), ...headers }
     }
     if (route.scope !== undefined) {
       op["x-required-scope"] = route.scope
@@ -144,7 +177,7 @@ export const openApiDocument: Json = (() => {
     }
     if (route.mutating) {
       op.parameters = [
-        ...(op.parameters ?? []),
+        ...(Array.isArray(op.parameters) ? op.parameters : []),
         {
           name: "Idempotency-Key",
           in: "header",

@@ -42,6 +42,12 @@ export const Limit = intFromString(1, 100).annotations({
 /** The `cursor` query parameter of every collection; checked by `keysetPage`. */
 export const Cursor = Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })
 
+/** A JSON value, as the OpenAPI document is built from (in place, so mutable). */
+export type Json = null | boolean | number | string | Array<Json> | JsonObject
+export interface JsonObject {
+  [key: string]: Json | undefined
+}
+
 /**
  * What the OpenAPI document says about an endpoint's success response beyond what HttpApi
  * expresses: more media types (HttpApi documents one per status) and response headers
@@ -50,7 +56,7 @@ export const Cursor = Schema.String.annotations({ description: "Opaque; from met
 export class SuccessDoc extends Context.Tag("SuccessDoc")<
   SuccessDoc,
   {
-    readonly content?: Readonly<Record<string, { readonly schema: object }>>
+    readonly content?: Readonly<Record<string, { readonly schema: JsonObject }>>
     readonly headers?: Readonly<Record<string, string>>
   }
 >() {}

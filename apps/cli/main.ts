@@ -172,11 +172,14 @@ if (values.help === true) {
     NodeRuntime.runMain(
       program.pipe(
         Effect.tap(print),
-        Effect.catchAll((e: any) =>
+        Effect.catchAll((e) =>
           Effect.sync(() => {
-            const tag = typeof e?._tag === "string" ? e._tag : "error"
+            const failure: { readonly _tag?: unknown; readonly message?: unknown; readonly id?: unknown } =
+              typeof e === "object" && e !== null ? e : {}
+            const tag = typeof failure._tag === "string" ? failure._tag : "error"
             const code = tag.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase()
-            printError(code, e?.message || `${tag}${e?.id ? `: ${e.id}` : ""}`)
+            const message = typeof failure.message === "string" ? failure.message : ""
+            printError(code, message || `${tag}${failure.id ? `: ${String(failure.id)}` : ""}`)
           })
         ),
         Effect.provide(CliLive),

@@ -55,6 +55,9 @@ type Hop =
   | { readonly _tag: "Redirect"; readonly location: string }
   | { readonly _tag: "Done"; readonly response: FetchedResponse }
 
+/** How one connection attempt can fail. */
+type AttemptError = Transient | SourceUnreachable | SourceTooLarge | SourceForbidden | SourceRejected
+
 const effectivePort = (url: URL) => (url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80)
 const hostKey = (hostname: string) => hostname.toLowerCase().replace(/\.+$/, "")
 
@@ -143,7 +146,7 @@ const make = (options: SafeFetcherOptions): SafeFetcherService => {
     target: Target,
     address: { readonly address: string; readonly family: 4 | 6 },
     options: Required<FetchOptions>
-  ): Effect.Effect<Hop, Transient | SourceUnreachable | SourceTooLarge | SourceForbidden | SourceRejected> =>
+  ): Effect.Effect<Hop, AttemptError> =>
     Effect.async((resume) => {
       const { url } = target
       const tls = url.protocol === "https:"
@@ -151,7 +154,7 @@ const make = (options: SafeFetcherOptions): SafeFetcherService => {
       // Once a response has started, a failure is final: part of it may have been read.
       let responded = false
       let connectTimer: NodeJS.Timeout | undefined
-      const settle = (result: Effect.Effect<Hop, any>) => {
+      const settle = (result: Effect.Effect<Hop, AttemptError>) => {
         if (settled) return
         settled = true
         clearTimeout(connectTimer)
@@ -161,7 +164,7 @@ const make = (options: SafeFetcherOptions): SafeFetcherService => {
       // The name was resolved and checked once; the socket goes to that address, whatever
       // the name resolves to now. Node asks for a list when it races address families.
       const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
-        if (lookupOptions.all) (callback as any)(null, [{ address: address.address, family: address.family }])
+        if (lookupOptions.all) callback(null, [{ address: address.address, family: address.family }])
         else callback(null, address.address, address.family)
       }
       const req = (tls ? https : http).request({

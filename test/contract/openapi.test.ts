@@ -2,22 +2,76 @@ import { Validator } from "@seriousme/openapi-schema-validator"
 import { describe, expect, it } from "vitest"
 import { openApiDocument, endpoints as routes } from "../../apps/api/OpenApiDoc.js"
 
-const doc = openApiDocument as any
+/** The parts of a JSON Schema these tests read. */
+interface SchemaObject {
+  readonly $ref?: string
+  readonly anyOf?: ReadonlyArray<SchemaObject>
+  readonly type?: string
+  readonly format?: string
+  readonly pattern?: string
+  readonly description?: string
+  readonly required?: ReadonlyArray<string>
+  readonly additionalProperties?: boolean | SchemaObject
+  readonly enum?: ReadonlyArray<string>
+  readonly properties?: Readonly<Record<string, SchemaObject>>
+}
+
+interface MediaType {
+  readonly schema: SchemaObject
+}
+
+interface Parameter {
+  readonly name: string
+  readonly in: string
+  readonly required?: boolean
+  readonly description?: string
+  readonly schema: SchemaObject
+}
+
+interface Response {
+  readonly description: string
+  /** Every response has X-Request-Id (the pipeline sets it; a test checks). */
+  readonly headers: Readonly<Record<string, unknown>>
+  readonly content?: Readonly<Record<string, MediaType>>
+}
+
+interface Operation {
+  readonly description?: string
+  readonly parameters?: ReadonlyArray<Parameter>
+  readonly requestBody?: { readonly content: Readonly<Record<string, MediaType>> }
+  readonly responses: Readonly<Record<string, Response>>
+  readonly security?: ReadonlyArray<Readonly<Record<string, ReadonlyArray<string>>>>
+  readonly "x-required-scope"?: string
+}
+
+/** The OpenAPI 3.1 document as these tests read it. */
+interface Document {
+  readonly info: { readonly version: string }
+  readonly paths: Readonly<Record<string, Readonly<Record<string, Operation>>>>
+  readonly components: {
+    readonly schemas: Readonly<Record<string, SchemaObject>>
+    readonly headers: Readonly<Record<string, unknown>>
+  }
+}
+
+// The generated document is plain JSON values; this is the OpenAPI shape the tests expect of it
+// (the first test has it checked by an OpenAPI validator).
+const doc = openApiDocument as unknown as Document
 const op = (path: string, method: string) => doc.paths[path]?.[method]
-const codesOf = (operation: any, status: string): Array<string> => {
+const codesOf = (operation: Operation, status: string): Array<string | undefined> => {
   const schema = operation.responses?.[status]?.content?.["application/json"]?.schema
   if (schema === undefined) return []
   const refs = schema.anyOf ?? [schema]
-  return refs.map((r: any) => {
-    const name = r.$ref.split("/").at(-1)
-    return doc.components.schemas[name].properties.error.properties.code.enum?.[0]
+  return refs.map((r) => {
+    const name = r.$ref!.split("/").at(-1)!
+    return doc.components.schemas[name].properties!.error.properties!.code.enum?.[0]
   })
 }
 
 describe("OpenAPI document", () => {
   it("is a valid OpenAPI 3.1 document (checked by an OpenAPI validator)", async () => {
     const validator = new Validator()
-    const result = await validator.validate(structuredClone(doc))
+    const result = await validator.validate(structuredClone(openApiDocument))
     expect(result.errors ?? []).toEqual([])
     expect(result.valid).toBe(true)
     expect(validator.version).toBe("3.1")
@@ -32,9 +86,9 @@ describe("OpenAPI document", () => {
   })
 
   it("documents the Idempotency-Key header on every POST, PATCH and DELETE, and only there", () => {
-    for (const [path, item] of Object.entries<any>(doc.paths)) {
-      for (const [method, operation] of Object.entries<any>(item)) {
-        const header = (operation.parameters ?? []).find((p: any) => p.in === "header" && p.name === "Idempotency-Key")
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const header = (operation.parameters ?? []).find((p) => p.in === "header" && p.name === "Idempotency-Key")
         if (["post", "patch", "delete"].includes(method)) {
           expect(header, `${method} ${path}`).toMatchObject({
             required: true,
@@ -54,8 +108,8 @@ describe("OpenAPI document", () => {
   })
 
   it("documents on every operation the statuses and codes the pipeline can return", () => {
-    for (const [path, item] of Object.entries<any>(doc.paths)) {
-      for (const [method, operation] of Object.entries<any>(item)) {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
         expect(codesOf(operation, "401"), `${method} ${path}`).toEqual(["unauthenticated"])
         expect(codesOf(operation, "403"), `${method} ${path}`).toContain("api_scope_required")
         // Every operation authenticates, so every one is subject to the account's request rate.
@@ -73,8 +127,8 @@ describe("OpenAPI document", () => {
 
   it("documents 403 quota_exceeded where a plan limit applies: link create, link options, image upload and import", () => {
     const withQuota: Array<string> = []
-    for (const [path, item] of Object.entries<any>(doc.paths)) {
-      for (const [method, operation] of Object.entries<any>(item)) {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
         if (codesOf(operation, "403").includes("quota_exceeded")) withQuota.push(`${method} ${path}`)
       }
     }
@@ -90,10 +144,10 @@ describe("OpenAPI document", () => {
 
   it("documents 400 invalid_request on every operation with a payload or query parameters, and only there", () => {
     const validated: Array<string> = []
-    for (const [path, item] of Object.entries<any>(doc.paths)) {
-      for (const [method, operation] of Object.entries<any>(item)) {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
         const takesInput =
-          operation.requestBody !== undefined || (operation.parameters ?? []).some((p: any) => p.in === "query")
+          operation.requestBody !== undefined || (operation.parameters ?? []).some((p) => p.in === "query")
         const label = `${method} ${path}`
         if (takesInput) {
           validated.push(label)
@@ -119,7 +173,7 @@ describe("OpenAPI document", () => {
   })
 
   it("gives GET /links.csv the search parameters of GET /links except cursor and limit", () => {
-    const names = (o: any) => (o.parameters ?? []).filter((p: any) => p.in === "query").map((p: any) => p.name)
+    const names = (o: Operation) => (o.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name)
     expect(names(op("/v1/links.csv", "get")).sort()).toEqual(["created_after", "created_before", "q", "status"])
     expect(names(op("/v1/links", "get")).sort()).toEqual([
       "created_after",
@@ -134,7 +188,7 @@ describe("OpenAPI document", () => {
   it("documents created_after and created_before as a date or a date-time", () => {
     for (const path of ["/v1/links", "/v1/links.csv"]) {
       for (const name of ["created_after", "created_before"]) {
-        const param = op(path, "get").parameters.find((p: any) => p.name === name)
+        const param = op(path, "get").parameters!.find((p) => p.name === name)!
         expect(param.schema.anyOf, `${path} ${name}`).toEqual([
           { type: "string", format: "date" },
           { type: "string", format: "date-time" }
@@ -150,10 +204,10 @@ describe("OpenAPI document", () => {
     expect(headers["Idempotent-Replayed"]).toMatchObject({ schema: { type: "string", enum: ["true"] } })
     expect(headers["Retry-After"]).toMatchObject({ schema: { type: "integer" } })
     const ref = (name: string) => ({ $ref: `#/components/headers/${name}` })
-    for (const [path, item] of Object.entries<any>(doc.paths)) {
-      for (const [method, operation] of Object.entries<any>(item)) {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
         const mutating = ["post", "patch", "delete"].includes(method)
-        for (const [status, response] of Object.entries<any>(operation.responses)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
           const label = `${method} ${path} ${status}`
           expect(response.headers?.["X-Request-Id"], label).toEqual(ref("X-Request-Id"))
           if (status.startsWith("2")) {
@@ -188,9 +242,9 @@ describe("OpenAPI document", () => {
   })
 
   it("describes an error response by the codes it lists, not by HttpApi's decode error", () => {
-    for (const [path, item] of Object.entries<any>(doc.paths)) {
-      for (const [method, operation] of Object.entries<any>(item)) {
-        for (const [status, response] of Object.entries<any>(operation.responses)) {
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
           if (Number(status) < 400) continue
           expect(response.description, `${method} ${path} ${status}`).not.toMatch(/did not match the expected schema/)
           for (const code of codesOf(operation, status)) {
@@ -202,7 +256,7 @@ describe("OpenAPI document", () => {
   })
 
   it("describes url_not_allowed truthfully: own hosts and loopback on its ports for links", () => {
-    const description: string = doc.components.schemas.UrlNotAllowedError.description
+    const description: string = doc.components.schemas.UrlNotAllowedError.description!
     expect(description).toMatch(/own hosts/)
     expect(description).toMatch(/loopback/)
     expect(description).toMatch(/private addresses are otherwise valid destinations/)
@@ -213,27 +267,27 @@ describe("OpenAPI document", () => {
     const schema = doc.components.schemas.CreateLink
     expect(schema.required).toEqual(["url"])
     expect(schema.additionalProperties).toBe(false)
-    const url = schema.properties.url.$ref
-      ? doc.components.schemas[schema.properties.url.$ref.split("/").at(-1)]
-      : schema.properties.url
+    const url = schema.properties!.url.$ref
+      ? doc.components.schemas[schema.properties!.url.$ref.split("/").at(-1)!]
+      : schema.properties!.url
     expect(url).toMatchObject({ type: "string", format: "uri", maxLength: 2048 })
-    const slug = schema.properties.custom_slug.$ref
-      ? doc.components.schemas[schema.properties.custom_slug.$ref.split("/").at(-1)]
-      : schema.properties.custom_slug
+    const slug = schema.properties!.custom_slug.$ref
+      ? doc.components.schemas[schema.properties!.custom_slug.$ref.split("/").at(-1)!]
+      : schema.properties!.custom_slug
     expect(slug.pattern).toBe("^[A-Za-z0-9_-]{4,32}$")
     expect(doc.components.schemas.UpdateLink).toMatchObject({ required: ["url"], additionalProperties: false })
   })
 
   it("documents the image endpoints: upload media types, 202, 413/415, the URL import's 422 codes, no scope on /usage", () => {
     const upload = op("/v1/images", "post")
-    expect(Object.keys(upload.requestBody.content).sort()).toEqual([
+    expect(Object.keys(upload.requestBody!.content).sort()).toEqual([
       "image/gif",
       "image/jpeg",
       "image/png",
       "image/webp",
       "multipart/form-data"
     ])
-    expect(upload.requestBody.content["multipart/form-data"].schema.required).toEqual(["file"])
+    expect(upload.requestBody!.content["multipart/form-data"].schema.required).toEqual(["file"])
     expect(upload.responses["202"]).toBeDefined()
     expect(codesOf(upload, "413")).toEqual(["payload_too_large"])
     expect(codesOf(upload, "415")).toEqual(["unsupported_media_type"])
@@ -257,12 +311,12 @@ describe("OpenAPI document", () => {
       expect.arrayContaining(["id", "status", "status_url", "url", "share_url", "mime_type", "content_rating"])
     )
     expect(doc.components.schemas.SourceForbiddenError.description).toMatch(/multipart/)
-    expect(doc.components.schemas.StorageUsage.properties.used.description).toMatch(/Partner/)
+    expect(doc.components.schemas.StorageUsage.properties!.used.description).toMatch(/Partner/)
   })
 
   it("documents the CSV export and the QR download with their media types", () => {
-    expect(Object.keys(op("/v1/links.csv", "get").responses["200"].content)).toEqual(["text/csv"])
-    expect(Object.keys(op("/v1/links/{id}/qr", "get").responses["200"].content).sort()).toEqual([
+    expect(Object.keys(op("/v1/links.csv", "get").responses["200"].content!)).toEqual(["text/csv"])
+    expect(Object.keys(op("/v1/links/{id}/qr", "get").responses["200"].content!).sort()).toEqual([
       "image/png",
       "image/svg+xml"
     ])

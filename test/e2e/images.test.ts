@@ -8,6 +8,7 @@ import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { pngBomb } from "../fixtures/images/make.js"
 import { freePort } from "../support/ports.js"
+import type { Envelope, Image, Usage } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 /**
@@ -51,6 +52,18 @@ const cli = async (...args: Array<string>) => {
   return JSON.parse(stdout)
 }
 
+/** An item of `cli reviews list --json` (the fields read here). */
+interface Review {
+  readonly id: string
+  readonly image_id: string
+}
+
+/** An item of `cli reports list --json` (the fields read here). */
+interface Report {
+  readonly image_id: string
+  readonly reason: string
+}
+
 /** Waiting on the service: generous, and a timeout shows the end of its output. */
 const serviceWait = (what: string) => ({
   timeoutMs: 90_000,
@@ -83,7 +96,8 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 })
 
-const request = async (
+/** One API call; `B` is the body the test expects, declared, not validated (undefined when empty). */
+const request = async <B = Envelope<Image>>(
   key: string,
   method: string,
   p: string,
@@ -95,10 +109,10 @@ const request = async (
   const res = await fetch(`${api()}${p}`, {
     method,
     headers,
-    ...(body === undefined ? {} : { body: body.bytes as any })
+    ...(body === undefined ? {} : { body: body.bytes })
   })
   const text = await res.text()
-  return { status: res.status, headers: res.headers, json: text === "" ? undefined : (JSON.parse(text) as any) }
+  return { status: res.status, headers: res.headers, json: (text === "" ? undefined : JSON.parse(text)) as B }
 }
 
 const photo = (width: number, height: number) =>
@@ -155,7 +169,7 @@ describe("hosted images through the running service", { timeout: 120_000 }, () =
     expect(key).not.toBe(partnerKey)
   })
 
-  let autoImage: any
+  let autoImage: Image
   it("a raw PNG upload is accepted (202), converted to WebP, published, and delivered with its rating", async () => {
     const png = await photo(320, 200)
     const created = await request(key, "POST", "/images", { type: "image/png", bytes: png })
@@ -218,11 +232,11 @@ describe("hosted images through the running service", { timeout: 120_000 }, () =
     expect(lower.json.data.rating_review).toEqual({ requested: "general", status: "pending" })
     expect((await fetch(image.url, { method: "HEAD" })).headers.get("x-service-content-rating")).toBe("nsfw")
 
-    const pending = (await cli("reviews", "list")).reviews as Array<any>
+    const pending = (await cli("reviews", "list")).reviews as Array<Review>
     const review = pending.find((r) => r.image_id === image.id)
     expect(review).toMatchObject({ requested: "general", current_rating: "nsfw" })
-    expect(await cli("reviews", "approve", "--id", review.id)).toMatchObject({ decision: "approved" })
-    await expect(cli("reviews", "approve", "--id", review.id)).rejects.toThrow()
+    expect(await cli("reviews", "approve", "--id", review!.id)).toMatchObject({ decision: "approved" })
+    await expect(cli("reviews", "approve", "--id", review!.id)).rejects.toThrow()
 
     const after = await request(key, "GET", `/images/${image.id}`)
     expect(after.json.data.content_rating).toBe("general")
@@ -242,24 +256,24 @@ describe("hosted images through the running service", { timeout: 120_000 }, () =
       bytes: JSON.stringify({ content_rating: "sensitive" })
     })
     expect(lower.status).toBe(202)
-    const review = ((await cli("reviews", "list")).reviews as Array<any>).find((r) => r.image_id === image.id)
-    await cli("reviews", "reject", "--id", review.id)
+    const review = ((await cli("reviews", "list")).reviews as Array<Review>).find((r) => r.image_id === image.id)
+    await cli("reviews", "reject", "--id", review!.id)
     const after = await request(key, "GET", `/images/${image.id}`)
     expect(after.json.data.content_rating).toBe("nsfw")
     expect(after.json.data.rating_review).toEqual({ requested: "sensitive", status: "rejected" })
   })
 
   it("usage: ordinary keys exclude Partner uploads from `used`; the Partner key sees the total and null limits", async () => {
-    const before = (await request(key, "GET", "/usage")).json.data.images.storage_bytes
+    const before = (await request<Envelope<Usage>>(key, "GET", "/usage")).json.data.images.storage_bytes
     const created = await request(partnerKey, "POST", "/images", { type: "image/png", bytes: await photo(100, 100) })
     expect(created.status).toBe(202)
     const image = await ready(partnerKey, created.json.data.id)
-    const ordinary = (await request(key, "GET", "/usage")).json.data.images.storage_bytes
+    const ordinary = (await request<Envelope<Usage>>(key, "GET", "/usage")).json.data.images.storage_bytes
     expect(ordinary.used).toBe(before.used)
-    expect(ordinary.unmetered_used).toBe(before.unmetered_used + image.bytes)
+    expect(ordinary.unmetered_used).toBe(before.unmetered_used + image.bytes!)
     expect(ordinary.total_used).toBe(ordinary.used + ordinary.unmetered_used)
     expect(ordinary.limit).toEqual(expect.any(Number))
-    const partner = (await request(partnerKey, "GET", "/usage")).json.data.images.storage_bytes
+    const partner = (await request<Envelope<Usage>>(partnerKey, "GET", "/usage")).json.data.images.storage_bytes
     expect(partner.used).toBe(ordinary.total_used)
     expect(partner.limit).toBeNull()
   })
@@ -276,7 +290,7 @@ describe("hosted images through the running service", { timeout: 120_000 }, () =
       redirect: "manual"
     })
     expect(report.status).toBeLessThan(400)
-    const reports = (await cli("reports", "list")).reports as Array<any>
+    const reports = (await cli("reports", "list")).reports as Array<Report>
     expect(reports.some((r) => r.image_id === autoImage.id && r.reason === "spam and abuse")).toBe(true)
   })
 
@@ -295,12 +309,12 @@ describe("hosted images through the running service", { timeout: 120_000 }, () =
   })
 
   it("deleting frees the storage at once and stops delivery", async () => {
-    const before = (await request(key, "GET", "/usage")).json.data.images.storage_bytes.used
+    const before = (await request<Envelope<Usage>>(key, "GET", "/usage")).json.data.images.storage_bytes.used
     const deleted = await request(key, "DELETE", `/images/${autoImage.id}`)
     expect(deleted.status).toBe(200)
     expect((await request(key, "GET", `/images/${autoImage.id}`)).status).toBe(404)
-    const after = (await request(key, "GET", "/usage")).json.data.images.storage_bytes.used
-    expect(after).toBe(before - autoImage.bytes)
+    const after = (await request<Envelope<Usage>>(key, "GET", "/usage")).json.data.images.storage_bytes.used
+    expect(after).toBe(before - autoImage.bytes!)
     const gone = await fetch(autoImage.url)
     expect(gone.status).toBe(404)
     expect(gone.headers.get("x-service-content-rating")).toBeNull()

@@ -7,6 +7,7 @@ import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call } from "../support/api.js"
 import { freePort } from "../support/ports.js"
+import type { Envelope, ErrorBody, Link } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 /**
@@ -117,16 +118,16 @@ describe("the service as a process (embedded default)", { timeout: 120_000 }, ()
   })
 
   it("an API client creates and reads a link with that key; OpenAPI is served without a key", async () => {
-    const created = await call(`http://127.0.0.1:${port}/v1/links`, {
+    const created = await call<Envelope<Link>>(`http://127.0.0.1:${port}/v1/links`, {
       method: "POST",
       key,
       body: { url: "https://example.com/e2e" }
     })
     expect(created.status, created.text).toBe(201)
     linkId = created.json.data.id
-    const read = await call(`http://127.0.0.1:${port}/v1/links/${linkId}`, { key })
+    const read = await call<Envelope<Link>>(`http://127.0.0.1:${port}/v1/links/${linkId}`, { key })
     expect(read.json.data.destination_url).toBe("https://example.com/e2e")
-    const openapi = await call(`http://127.0.0.1:${port}/v1/openapi.json`)
+    const openapi = await call<{ readonly openapi: string }>(`http://127.0.0.1:${port}/v1/openapi.json`)
     expect(openapi.json.openapi).toBe("3.1.0")
   })
 
@@ -144,7 +145,7 @@ describe("the service as a process (embedded default)", { timeout: 120_000 }, ()
 
   it("a revoked key is refused at once", async () => {
     await cli("keys", "revoke", "--id", keyId)
-    const res = await call(`http://127.0.0.1:${port}/v1/links/${linkId}`, { key })
+    const res = await call<ErrorBody>(`http://127.0.0.1:${port}/v1/links/${linkId}`, { key })
     expect(res.status).toBe(401)
     expect(res.json.error.code).toBe("unauthenticated")
   })
@@ -186,7 +187,7 @@ describe("the service as a process (embedded default)", { timeout: 120_000 }, ()
     // Restart on the same data: the link acknowledged during shutdown is there.
     const id = /"id":"(link_[^"]+)"/.exec(response)![1]
     await start()
-    const read = await call(`http://127.0.0.1:${port}/v1/links/${id}`, { key: fresh })
+    const read = await call<Envelope<Link>>(`http://127.0.0.1:${port}/v1/links/${id}`, { key: fresh })
     expect(read.status).toBe(200)
     expect(read.json.data.destination_url).toBe("https://example.com/in-flight")
   }, 120_000)

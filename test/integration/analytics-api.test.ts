@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type BatchedClick, type ClicksRecorded, Topics } from "../../domain/Events.js"
 import { call, startTestApi, type TestAccount, type TestApi, testClickHouseUrl } from "../support/api.js"
+import type { Envelope, ErrorBody, Link, LinkAnalytics } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 /** One clicks.recorded event of a link: its clicks at one instant. */
@@ -57,7 +58,7 @@ for (const { name, engine, available } of engines) {
       t = await startTestApi({ analytics: engine, clickProjector: true })
       a = await t.newAccount()
       other = await t.newAccount()
-      const created = await call(`${t.api}/links`, {
+      const created = await call<Envelope<Link>>(`${t.api}/links`, {
         method: "POST",
         key: a.key,
         body: { url: "https://example.com/a" }
@@ -66,13 +67,13 @@ for (const { name, engine, available } of engines) {
     })
     afterAll(() => t?.close())
 
-    const analytics = (query = "", key = a.key, id = linkId) =>
-      call(`${t.api}/links/${id}/analytics${query === "" ? "" : `?${query}`}`, { key })
+    const analytics = <B = Envelope<LinkAnalytics>>(query = "", key = a.key, id = linkId) =>
+      call<B>(`${t.api}/links/${id}/analytics${query === "" ? "" : `?${query}`}`, { key })
 
     /** Publishes clicks of a new link and waits until the endpoint counts them all. */
     const newLinkWithClicks = async (clicks: ReadonlyArray<Partial<BatchedClick>>, at?: Date) => {
       const range = at === undefined ? "" : `from=${at.toISOString().slice(0, 10)}&to=${at.toISOString().slice(0, 10)}`
-      const created = await call(`${t.api}/links`, {
+      const created = await call<Envelope<Link>>(`${t.api}/links`, {
         method: "POST",
         key: a.key,
         body: { url: "https://example.com/c" }
@@ -102,7 +103,7 @@ for (const { name, engine, available } of engines) {
 
     it("needs the analytics:read scope (403 api_scope_required naming it)", async () => {
       const key = await t.newKey(a.accountId, ["links:read"])
-      const res = await analytics("", key)
+      const res = await analytics<ErrorBody>("", key)
       expect(res.status).toBe(403)
       expect(res.json.error).toMatchObject({ code: "api_scope_required", detail: "missing scope: analytics:read" })
       const unauthenticated = await call(`${t.api}/links/${linkId}/analytics`)
@@ -111,9 +112,9 @@ for (const { name, engine, available } of engines) {
 
     it("answers 404 not_found for another account's link and for an id that names no link", async () => {
       for (const res of [
-        await analytics("", other.key),
-        await analytics("", a.key, "link_doesnotexist"),
-        await analytics("", a.key, "not-a-link-id")
+        await analytics<ErrorBody>("", other.key),
+        await analytics<ErrorBody>("", a.key, "link_doesnotexist"),
+        await analytics<ErrorBody>("", a.key, "not-a-link-id")
       ]) {
         expect(res.status).toBe(404)
         expect(res.json.error.code).toBe("not_found")
@@ -132,7 +133,7 @@ for (const { name, engine, available } of engines) {
         ["dimensions=country,city", 'dimensions: unknown "city"']
       ]
       for (const [query, detail] of cases) {
-        const res = await analytics(query)
+        const res = await analytics<ErrorBody>(query)
         expect(res.status, query).toBe(400)
         expect(res.json.error.code, query).toBe("invalid_request")
         expect(res.json.error.detail, query).toContain(detail)
@@ -212,7 +213,7 @@ for (const { name, engine, available } of engines) {
     })
 
     it("makes clicks queryable within seconds (prints the click-to-queryable delay over 50 clicks)", async () => {
-      const created = await call(`${t.api}/links`, {
+      const created = await call<Envelope<Link>>(`${t.api}/links`, {
         method: "POST",
         key: a.key,
         body: { url: "https://example.com/f" }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Scope } from "../../domain/Scope.js"
 import { ALL_SCOPES, call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError, rawRequest, wire } from "../support/http.js"
+import type { Envelope, ErrorBody, Link, Page } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 let t: TestApi
@@ -10,10 +11,22 @@ let linkId: string
 beforeAll(async () => {
   t = await startTestApi()
   acct = await t.newAccount()
-  const r = await call(`${t.api}/links`, { method: "POST", key: acct.key, body: { url: "https://example.com/auth" } })
+  const r = await call<Envelope<Link>>(`${t.api}/links`, {
+    method: "POST",
+    key: acct.key,
+    body: { url: "https://example.com/auth" }
+  })
   linkId = expectEnvelope(r, 201).id
 })
 afterAll(() => t.close())
+
+/** The parts of GET /openapi.json read here. */
+interface OpenApiBody {
+  readonly openapi: string
+  readonly info: { readonly version: string }
+  readonly paths: Readonly<Record<string, unknown>>
+  readonly servers: ReadonlyArray<{ readonly url: string }>
+}
 
 /** Every Short Link operation: what it needs, how to call it, and what success looks like. */
 interface Op {
@@ -72,12 +85,16 @@ const bearer = (key: string) => ({ authorization: `Bearer ${key}` })
 
 /** A fresh active link of the test account, for operations that change it. */
 const freshLink = async () => {
-  const r = await call(`${t.api}/links`, { method: "POST", key: acct.key, body: { url: "https://example.com/fresh" } })
+  const r = await call<Envelope<Link>>(`${t.api}/links`, {
+    method: "POST",
+    key: acct.key,
+    body: { url: "https://example.com/fresh" }
+  })
   return expectEnvelope(r, 201).id as string
 }
 
 const linkCount = async (key: string) => {
-  const r = await call(`${t.api}/links?limit=100`, { key })
+  const r = await call<Page<Link>>(`${t.api}/links?limit=100`, { key })
   return expectEnvelope(r, 200).length as number
 }
 
@@ -110,7 +127,7 @@ describe("authentication: a missing or invalid credential is 401 unauthenticated
   })
 
   it("a header with non-ASCII bytes is 401, not a failure", async () => {
-    const r = await rawRequest(
+    const r = await rawRequest<ErrorBody>(
       t.baseUrl,
       wire("GET", "/v1/links", { Authorization: Buffer.from([0x42, 0x65, 0x61, 0x72, 0x65, 0x72, 0x20, 0xff, 0xfe]) })
     )
@@ -218,14 +235,14 @@ describe("scopes: nine independent permissions; a missing one is 403 api_scope_r
 
   it("links:read never permits creation, change or deletion, and nothing changes", async () => {
     const key = await t.newKey(acct.accountId, ["links:read"])
-    const before = await call(`${t.api}/links/${linkId}`, { key: acct.key })
+    const before = await call<Envelope<Link>>(`${t.api}/links/${linkId}`, { key: acct.key })
     const count = await linkCount(acct.key)
     for (const op of ops.filter((o) => o.scope === "links:write")) {
       const error = expectError(await op.send(bearer(key), linkId), 403, "api_scope_required")
       expect(error.detail).toContain("links:write")
     }
     expect(await linkCount(acct.key)).toBe(count)
-    const after = await call(`${t.api}/links/${linkId}`, { key: acct.key })
+    const after = await call<Envelope<Link>>(`${t.api}/links/${linkId}`, { key: acct.key })
     expect(after.json.data).toEqual(before.json.data)
   })
 
@@ -260,7 +277,7 @@ describe("scopes: nine independent permissions; a missing one is 403 api_scope_r
 
 describe("public endpoints", () => {
   it("GET /v1/openapi.json needs no key and is the OpenAPI 3.1 document, version 1.0.0", async () => {
-    const r = await call(`${t.api}/openapi.json`)
+    const r = await call<OpenApiBody>(`${t.api}/openapi.json`)
     expect(r.status, r.text).toBe(200)
     expect(r.headers.get("content-type")).toMatch(/^application\/json/)
     expect(r.json.openapi).toMatch(/^3\.1\./)

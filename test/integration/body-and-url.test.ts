@@ -1,6 +1,7 @@
 import * as net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import type { ErrorBody, Link, Page } from "../support/resources.js"
 
 let t: TestApi
 let a: TestAccount
@@ -29,7 +30,7 @@ const postHead = (extra: string) =>
   `POST /v1/links HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer ${a.key}\r\n` +
   `Idempotency-Key: body-${Math.random().toString(36).slice(2)}\r\n${extra}\r\n`
 
-const countLinks = async () => (await call(`${t.api}/links?limit=100`, { key: a.key })).json.data.length
+const countLinks = async () => (await call<Page<Link>>(`${t.api}/links?limit=100`, { key: a.key })).json.data.length
 
 describe("request bodies", () => {
   it("a chunked body over 1 MiB is 413 payload_too_large without being kept, and creates nothing", async () => {
@@ -77,7 +78,7 @@ describe("request bodies", () => {
         body: JSON.stringify({ url: "https://example.com/x" })
       })
       expect(res.status, JSON.stringify(headers)).toBe(415)
-      expect(((await res.json()) as any).error.code).toBe("unsupported_media_type")
+      expect(((await res.json()) as ErrorBody).error.code).toBe("unsupported_media_type")
     }
     const ok = await call(`${t.api}/links`, {
       method: "POST",
@@ -95,7 +96,7 @@ describe("request bodies", () => {
       ['{"url":"https://example.com/","custom_slug":"ab\\u0000cd"}', "custom_slug"],
       ['{"url\\u0000":"https://example.com/"}', "url"]
     ] as const) {
-      const res = await call(`${t.api}/links`, { method: "POST", key: a.key, rawBody })
+      const res = await call<ErrorBody>(`${t.api}/links`, { method: "POST", key: a.key, rawBody })
       expect(res.status, rawBody).toBe(400)
       expect(res.json.error.detail, rawBody).toContain(field)
     }
@@ -110,7 +111,7 @@ describe("keys in URLs", () => {
       `${t.api}/openapi.json?api_key=${a.key}`,
       `${t.api}/openapi.json?x=${a.key}`
     ]) {
-      const res = await call(url)
+      const res = await call<ErrorBody>(url)
       expect(res.status, url).toBe(401)
       expect(res.json.error.code).toBe("unauthenticated")
       expect(res.text).not.toContain(a.key)
@@ -118,7 +119,7 @@ describe("keys in URLs", () => {
   })
 
   it("a key in a cookie is 401 too, even beside a valid Authorization header", async () => {
-    const res = await call(`${t.api}/links`, { key: a.key, headers: { cookie: `session=${a.key}` } })
+    const res = await call<ErrorBody>(`${t.api}/links`, { key: a.key, headers: { cookie: `session=${a.key}` } })
     expect(res.status).toBe(401)
     expect(res.json.error.detail).toContain("cookie")
   })
@@ -131,7 +132,7 @@ describe("keys in URLs", () => {
   })
 
   it("the 404 for an unknown route does not echo a huge path back", async () => {
-    const res = await call(`${t.api}/${"x".repeat(5000)}`, { key: a.key })
+    const res = await call<ErrorBody>(`${t.api}/${"x".repeat(5000)}`, { key: a.key })
     expect(res.status).toBe(404)
     expect(res.json.error.message.length).toBeLessThan(300)
   })
@@ -160,6 +161,6 @@ describe("Idempotency-Key length", () => {
       body: JSON.stringify({ url: "https://example.com/e" })
     })
     expect(short.status).toBe(400)
-    expect(((await short.json()) as any).error.code).toBe("idempotency_key_invalid")
+    expect(((await short.json()) as ErrorBody).error.code).toBe("idempotency_key_invalid")
   })
 })

@@ -1,6 +1,7 @@
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import type { Envelope, ErrorBody, Link, Page } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 let t: TestApi
@@ -33,7 +34,7 @@ const cutDatabase = async () => {
 
 describe("when PostgreSQL is unreachable", () => {
   it("reads and writes answer 503 dependency_unavailable with Retry-After, readiness fails, nothing is half-written; all recover after", async () => {
-    const created = await call(`${t.api}/links`, {
+    const created = await call<Envelope<Link>>(`${t.api}/links`, {
       method: "POST",
       key: a.key,
       body: { url: "https://example.com/before" }
@@ -44,13 +45,13 @@ describe("when PostgreSQL is unreachable", () => {
     expect((await call(`${t.api}/links/${id}`, { key: a.key })).status).toBe(200)
 
     await cutDatabase()
-    const read = await call(`${t.api}/links/${id}`, { key: a.key })
+    const read = await call<ErrorBody>(`${t.api}/links/${id}`, { key: a.key })
     expect(read.status).toBe(503)
     expect(read.json.error.code).toBe("dependency_unavailable")
     expect(read.headers.get("retry-after")).toBe("1")
     expect(read.json.error.request_id).toBe(read.headers.get("x-request-id"))
 
-    const write = await call(`${t.api}/links`, {
+    const write = await call<ErrorBody>(`${t.api}/links`, {
       method: "POST",
       key: a.key,
       body: { url: "https://example.com/during" },
@@ -79,8 +80,8 @@ describe("when PostgreSQL is unreachable", () => {
     })
     expect(retry.status).toBe(201)
     expect(retry.headers.get("idempotent-replayed")).toBeNull()
-    const list = await call(`${t.api}/links?limit=100`, { key: a.key })
-    expect(list.json.data.map((l: any) => l.destination_url).sort()).toEqual([
+    const list = await call<Page<Link>>(`${t.api}/links?limit=100`, { key: a.key })
+    expect(list.json.data.map((l) => l.destination_url).sort()).toEqual([
       "https://example.com/before",
       "https://example.com/during"
     ])

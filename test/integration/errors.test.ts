@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError, fetchBytes, prng, type RawReply, rawRequest, wire } from "../support/http.js"
+import type { Envelope, ErrorBody, Link, Page } from "../support/resources.js"
 
 let t: TestApi
 let acct: TestAccount
@@ -8,7 +9,11 @@ let linkId: string
 beforeAll(async () => {
   t = await startTestApi()
   acct = await t.newAccount()
-  const r = await call(`${t.api}/links`, { method: "POST", key: acct.key, body: { url: "https://example.com/errors" } })
+  const r = await call<Envelope<Link>>(`${t.api}/links`, {
+    method: "POST",
+    key: acct.key,
+    body: { url: "https://example.com/errors" }
+  })
   linkId = expectEnvelope(r, 201).id
 })
 afterAll(() => t.close())
@@ -35,7 +40,11 @@ describe("unknown routes are 404 not_found in the error shape", () => {
     ["POST", "/v1/links/abc"],
     ["PUT", "/v1/links/abc"]
   ])("%s %s", async (method, path) => {
-    const r = await call(`${t.baseUrl}${path}`, { method, key: acct.key, body: method === "GET" ? undefined : {} })
+    const r = await call<ErrorBody>(`${t.baseUrl}${path}`, {
+      method,
+      key: acct.key,
+      body: method === "GET" ? undefined : {}
+    })
     const error = expectError(r, 404, "not_found")
     expect(Object.keys(r.json)).toEqual(["error"])
     expect(error.request_id).toMatch(/^req_/)
@@ -75,11 +84,11 @@ describe("request ids", () => {
   })
 
   it("success responses carry X-Request-Id equal to meta.request_id, and ids are unique", async () => {
-    const a = expectEnvelope(await call(`${t.api}/links/${linkId}`, { key: acct.key }), 200)
+    const a = expectEnvelope(await call<Envelope<Link>>(`${t.api}/links/${linkId}`, { key: acct.key }), 200)
     expect(a.id).toBe(linkId)
     const ids = new Set<string>()
     for (let i = 0; i < 5; i++) {
-      const r = await call(`${t.api}/links?limit=1`, { key: acct.key })
+      const r = await call<Page<Link>>(`${t.api}/links?limit=1`, { key: acct.key })
       expectEnvelope(r, 200)
       ids.add(r.json.meta.request_id)
     }
@@ -118,7 +127,7 @@ describe("request ids", () => {
 })
 
 /** A reply from the service (JSON) must have the error shape; Node's own parser rejections have no body. */
-const checkRaw = (label: string, r: RawReply) => {
+const checkRaw = (label: string, r: RawReply<ErrorBody | undefined>) => {
   expect(r.status, `${label}: ${r.text.slice(0, 300)}`).toBeLessThan(500)
   if (r.status >= 400 && r.json !== undefined) {
     expect(r.json.error?.code, label).toBeTypeOf("string")
@@ -182,7 +191,7 @@ describe("fuzz: malformed requests never yield a 5xx", () => {
       const body = rnd.int(3) === 0 ? { url: value(1), custom_slug: value(1) } : value(0)
       const method = rnd.pick(["POST", "PATCH"])
       const url = method === "POST" ? `${t.api}/links` : `${t.api}/links/${linkId}`
-      const r = await call(url, { method, key: acct.key, rawBody: JSON.stringify(body) ?? "null" })
+      const r = await call<ErrorBody>(url, { method, key: acct.key, rawBody: JSON.stringify(body) ?? "null" })
       expect(r.status, `${method} ${JSON.stringify(body)?.slice(0, 200)}: ${r.text}`).toBeLessThan(500)
       if (r.status >= 400) expect(r.headers.get("x-request-id")).toBe(r.json.error.request_id)
     }
@@ -204,10 +213,13 @@ describe("fuzz: malformed requests never yield a 5xx", () => {
       const path = Buffer.concat([Buffer.from("/v1/links/link_"), b])
       checkRaw("raw bad UTF-8 path", await rawRequest(t.baseUrl, wire("GET", path, auth())))
       const encoded = `/v1/links/link_${[...b].map((x) => `%${x.toString(16).toUpperCase()}`).join("")}`
-      const r = await rawRequest(t.baseUrl, wire("GET", encoded, auth()))
+      const r = await rawRequest<ErrorBody | undefined>(t.baseUrl, wire("GET", encoded, auth()))
       checkRaw(`encoded bad UTF-8 path ${encoded}`, r)
       expect(r.status).toBe(404)
-      const q = await rawRequest(t.baseUrl, wire("GET", `/v1/links?q=${encoded.slice(10)}`, auth()))
+      const q = await rawRequest<ErrorBody | undefined>(
+        t.baseUrl,
+        wire("GET", `/v1/links?q=${encoded.slice(10)}`, auth())
+      )
       checkRaw(`bad UTF-8 q ${encoded}`, q)
     }
   })
@@ -244,7 +256,7 @@ describe("fuzz: malformed requests never yield a 5xx", () => {
       "M-SEARCH"
     ]) {
       for (const path of ["/v1/links", `/v1/links/${linkId}`, "/v1/nope"]) {
-        let r: RawReply
+        let r: RawReply<ErrorBody | undefined>
         try {
           r = await rawRequest(t.baseUrl, wire(method, path, { ...auth(), "Idempotency-Key": idem() }))
         } catch {
@@ -288,12 +300,12 @@ describe("fuzz: malformed requests never yield a 5xx", () => {
       for (const method of ["GET", "PATCH", "DELETE"]) {
         const headers = { ...auth(), "Idempotency-Key": idem(), "Content-Type": "application/json" }
         const body = method === "PATCH" ? '{"url":"https://example.com/traversal"}' : undefined
-        const r = await rawRequest(t.baseUrl, wire(method, path, headers, body))
+        const r = await rawRequest<ErrorBody | undefined>(t.baseUrl, wire(method, path, headers, body))
         checkRaw(`${method} ${path.slice(0, 80)}`, r)
       }
     }
     // The link the fuzz aimed at is unchanged.
-    const link = expectEnvelope(await call(`${t.api}/links/${linkId}`, { key: acct.key }), 200)
+    const link = expectEnvelope(await call<Envelope<Link>>(`${t.api}/links/${linkId}`, { key: acct.key }), 200)
     expect(link.destination_url).toBe("https://example.com/errors")
     expect(link.publication_status).toBe("active")
   })
@@ -338,7 +350,7 @@ describe("fuzz: malformed requests never yield a 5xx", () => {
     for (let i = 0; i < 120; i++) {
       const parts = Array.from({ length: 1 + rnd.int(3) }, () => `${rnd.pick(names)}=${rnd.pick(values)}`)
       const path = rnd.pick(["/v1/links", `/v1/links/${linkId}/qr`, "/v1/links.csv"])
-      const r = await rawRequest(t.baseUrl, wire("GET", `${path}?${parts.join("&")}`, auth()))
+      const r = await rawRequest<ErrorBody | undefined>(t.baseUrl, wire("GET", `${path}?${parts.join("&")}`, auth()))
       checkRaw(`GET ${path}?${parts.join("&").slice(0, 200)}`, r)
     }
   })
@@ -359,7 +371,7 @@ describe("HEAD", () => {
     const t2 = await startTestApi()
     try {
       const a = await t2.newAccount()
-      const created = await call(`${t2.api}/links`, {
+      const created = await call<Envelope<Link>>(`${t2.api}/links`, {
         method: "POST",
         key: a.key,
         body: { url: "https://example.com/h" }

@@ -3,6 +3,7 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError, fetchBytes, parseCsv, pngSize } from "../support/http.js"
+import type { Envelope, Link } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 const SHORT_BASE = "http://sho.rt"
@@ -26,7 +27,7 @@ beforeAll(async () => {
 afterAll(() => t.close())
 
 const create = async (key: string, body: unknown) =>
-  expectEnvelope(await call(`${t.api}/links`, { method: "POST", key, body }), 201)
+  expectEnvelope(await call<Envelope<Link>>(`${t.api}/links`, { method: "POST", key, body }), 201)
 
 const csvOf = async (key: string, query = "") => {
   const r = await call(`${t.api}/links.csv${query}`, { key })
@@ -47,7 +48,7 @@ const sql = async (text: string, values: Array<unknown>) => {
 
 describe("GET /links.csv", () => {
   let exporter: TestAccount
-  const made: Array<any> = []
+  const made: Array<Link> = []
   beforeAll(async () => {
     exporter = await t.newAccount()
     // Each created once the clock has passed the previous one's created_at (shown in
@@ -62,7 +63,7 @@ describe("GET /links.csv", () => {
     await clockPast(made[1])
     made.push(await create(exporter.key, { url: "https://example.com/to-disable" }))
     expectEnvelope(await call(`${t.api}/links/${made[2].id}`, { method: "DELETE", key: exporter.key }), 200)
-    made[2] = expectEnvelope(await call(`${t.api}/links/${made[2].id}`, { key: exporter.key }), 200)
+    made[2] = expectEnvelope(await call<Envelope<Link>>(`${t.api}/links/${made[2].id}`, { key: exporter.key }), 200)
     await clockPast(made[2])
     // A destination stored before the API required RFC 3986 URIs may hold a double quote.
     await sql(
@@ -70,7 +71,12 @@ describe("GET /links.csv", () => {
        VALUES ('link_LegacyQuotes0000000000', $1, 'csv-quotes', $2, 'active')`,
       [exporter.accountId, 'https://example.com/?a=1,2&b="quoted"']
     )
-    made.push(expectEnvelope(await call(`${t.api}/links/link_LegacyQuotes0000000000`, { key: exporter.key }), 200))
+    made.push(
+      expectEnvelope(
+        await call<Envelope<Link>>(`${t.api}/links/link_LegacyQuotes0000000000`, { key: exporter.key }),
+        200
+      )
+    )
   })
 
   it("is text/csv with a header row, CRLF line ends and one row per link", async () => {
@@ -89,7 +95,7 @@ describe("GET /links.csv", () => {
     const rows = parseCsv(r.text).slice(1)
     expect(rows.map((row) => row[0])).toEqual([...made].reverse().map((l) => l.id))
     for (const row of rows) {
-      const link = made.find((l) => l.id === row[0])
+      const link = made.find((l) => l.id === row[0])!
       expect(row).toEqual([
         link.id,
         link.slug,
@@ -237,8 +243,8 @@ const pngRows = (png: Buffer) => {
 }
 
 describe("GET /links/{id}/qr", () => {
-  let link: any
-  let longLink: any
+  let link: Link
+  let longLink: Link
   beforeAll(async () => {
     link = await create(acct.key, { url: "https://example.com/qr" })
     longLink = await create(acct.key, { url: "https://example.com/qr-long", custom_slug: "q".repeat(32) })

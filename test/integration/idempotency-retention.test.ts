@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { IdempotencyStore } from "../../domain/ports/IdempotencyStore.js"
 import { IdempotencyStoreLive } from "../../infra/postgres/Idempotency.js"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import type { Envelope, Link } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 let t: TestApi
@@ -31,7 +32,7 @@ const age = (key: string, hours: number) =>
 describe("idempotency record retention (24 hours)", () => {
   it("a record just under 24 hours old still replays; once older, the key is free again", async () => {
     const key = idem()
-    const first = await call(`${t.api}/links`, {
+    const first = await call<Envelope<Link>>(`${t.api}/links`, {
       method: "POST",
       key: a.key,
       body: { url: "https://example.com/r1" },
@@ -56,7 +57,7 @@ describe("idempotency record retention (24 hours)", () => {
     expect(reused.status).toBe(409)
 
     await age(key, 24.1)
-    const fresh = await call(`${t.api}/links`, {
+    const fresh = await call<Envelope<Link>>(`${t.api}/links`, {
       method: "POST",
       key: a.key,
       body: { url: "https://example.com/r2" },

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError, type Reply } from "../support/http.js"
+import type { Envelope, ErrorBody, Link, Page } from "../support/resources.js"
 
 let t: TestApi
 beforeAll(async () => {
@@ -9,12 +10,12 @@ beforeAll(async () => {
 afterAll(() => t.close())
 
 const listIds = async (key: string): Promise<Array<string>> => {
-  const r = await call(`${t.api}/links?limit=100`, { key })
-  return expectEnvelope(r, 200).map((l: any) => l.id)
+  const r = await call<Page<Link>>(`${t.api}/links?limit=100`, { key })
+  return expectEnvelope(r, 200).map((l) => l.id)
 }
 
-const post = (key: string, body: unknown, idempotencyKey: string | null) =>
-  call(`${t.api}/links`, { method: "POST", key, body, idempotencyKey })
+const post = <B = Envelope<Link>>(key: string, body: unknown, idempotencyKey: string | null) =>
+  call<B>(`${t.api}/links`, { method: "POST", key, body, idempotencyKey })
 
 const expectReplayOf = (replay: Reply, original: Reply) => {
   expect(replay.status, replay.text).toBe(original.status)
@@ -46,7 +47,7 @@ describe("the Idempotency-Key header", () => {
     const del = await call(`${t.api}/links/${linkId}`, { method: "DELETE", key: a.key, idempotencyKey: null })
     expectError(del, 400, "idempotency_key_required")
     expect(await listIds(a.key)).toEqual(before)
-    const link = expectEnvelope(await call(`${t.api}/links/${linkId}`, { key: a.key }), 200)
+    const link = expectEnvelope(await call<Envelope<Link>>(`${t.api}/links/${linkId}`, { key: a.key }), 200)
     expect(link.destination_url).toBe("https://example.com/base")
     expect(link.publication_status).toBe("active")
   })
@@ -57,7 +58,7 @@ describe("the Idempotency-Key header", () => {
     ["129 characters", "k".repeat(129)],
     ["1000 characters", "k".repeat(1000)]
   ])("of %s is 400 idempotency_key_invalid (or _required when empty)", async (_, key) => {
-    const r = await post(a.key, { url: "https://example.com/len" }, key)
+    const r = await post<ErrorBody>(a.key, { url: "https://example.com/len" }, key)
     expect(r.status, r.text).toBe(400)
     expect(["idempotency_key_invalid", "idempotency_key_required"]).toContain(r.json.error.code)
     if (key.length > 0) expectError(r, 400, "idempotency_key_invalid", /Idempotency-Key/)
@@ -132,7 +133,7 @@ describe("replays", () => {
     expectError(patch, 409, "idempotency_key_reused")
     const del = await call(`${t.api}/links/${created.id}`, { method: "DELETE", key: a.key, idempotencyKey: key })
     expectError(del, 409, "idempotency_key_reused")
-    const read = expectEnvelope(await call(`${t.api}/links/${created.id}`, { key: a.key }), 200)
+    const read = expectEnvelope(await call<Envelope<Link>>(`${t.api}/links/${created.id}`, { key: a.key }), 200)
     expect(read.publication_status).toBe("active")
   })
 
@@ -148,9 +149,9 @@ describe("replays", () => {
     )
     const other = await call(`${t.api}/links/${two.id}`, { method: "PATCH", key: a.key, idempotencyKey: key, body })
     expectError(other, 409, "idempotency_key_reused")
-    expect(expectEnvelope(await call(`${t.api}/links/${two.id}`, { key: a.key }), 200).destination_url).toBe(
-      "https://example.com/two"
-    )
+    expect(
+      expectEnvelope(await call<Envelope<Link>>(`${t.api}/links/${two.id}`, { key: a.key }), 200).destination_url
+    ).toBe("https://example.com/two")
   })
 
   it("a replayed PATCH returns the stored response and does not run again", async () => {
@@ -173,7 +174,7 @@ describe("replays", () => {
       }),
       200
     )
-    const replay = await call(`${t.api}/links/${link.id}`, {
+    const replay = await call<Envelope<Link>>(`${t.api}/links/${link.id}`, {
       method: "PATCH",
       key: a.key,
       idempotencyKey: key,
@@ -181,7 +182,7 @@ describe("replays", () => {
     })
     expectReplayOf(replay, first)
     expect(replay.json.data.destination_url).toBe("https://example.com/v1")
-    const read = expectEnvelope(await call(`${t.api}/links/${link.id}`, { key: a.key }), 200)
+    const read = expectEnvelope(await call<Envelope<Link>>(`${t.api}/links/${link.id}`, { key: a.key }), 200)
     expect(read.destination_url).toBe("https://example.com/v2")
   })
 
@@ -189,7 +190,11 @@ describe("replays", () => {
     const a = await t.newAccount()
     const link = expectEnvelope(await post(a.key, { url: "https://example.com/del" }, idem()), 201)
     const key = idem()
-    const first = await call(`${t.api}/links/${link.id}`, { method: "DELETE", key: a.key, idempotencyKey: key })
+    const first = await call<Envelope<Link>>(`${t.api}/links/${link.id}`, {
+      method: "DELETE",
+      key: a.key,
+      idempotencyKey: key
+    })
     expect(expectEnvelope(first, 200).publication_status).toBe("disabled")
     expectReplayOf(
       await call(`${t.api}/links/${link.id}`, { method: "DELETE", key: a.key, idempotencyKey: key }),
@@ -283,7 +288,7 @@ describe("what is stored and what is not", () => {
     const first = await post(a.key, body, key)
     expectError(first, 409, "slug_taken")
     expect(first.headers.get("idempotent-replayed")).toBeNull()
-    const replay = await post(a.key, body, key)
+    const replay = await post<ErrorBody>(a.key, body, key)
     expectReplayOf(replay, first)
     expect(replay.json.error.code).toBe("slug_taken")
     // Stored: the same key with a different body is now a reuse, not a new attempt.
@@ -353,7 +358,7 @@ describe("concurrent requests with the same key", () => {
     const a = await t.newAccount()
     const key = idem()
     const replies = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => post(a.key, { url: `https://example.com/race/${i}` }, key))
+      Array.from({ length: 10 }, (_, i) => post<ErrorBody>(a.key, { url: `https://example.com/race/${i}` }, key))
     )
     const created = replies.filter((r) => r.status === 201)
     expect(created, replies.map((r) => `${r.status} ${r.text}`).join("\n")).toHaveLength(1)

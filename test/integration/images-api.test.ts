@@ -10,6 +10,7 @@ import { MAX_IMAGE_BYTES } from "../../domain/ImageFormat.js"
 import { animatedGif, jpeg, svg, tiff } from "../fixtures/images/make.js"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError, type Reply, rawRequest, wire } from "../support/http.js"
+import type { Envelope, ErrorBody, Image, Page, Usage } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 /** The test API's {base_url} and {image_host} (AppConfig defaults). */
@@ -121,15 +122,16 @@ const noServerError = <R extends { readonly status: number; readonly text: strin
   return r
 }
 
-const parse = async (res: Response): Promise<Reply> => {
+/** The reply to a fetch; `B` is the body the test expects, as with `call`. */
+const parse = async <B = Envelope<Image>>(res: Response): Promise<Reply<B>> => {
   const text = await res.text()
-  let json: any
+  let json: unknown
   try {
     json = JSON.parse(text)
   } catch {
     json = undefined
   }
-  return noServerError<Reply>({ status: res.status, headers: res.headers, text, json })
+  return noServerError<Reply<B>>({ status: res.status, headers: res.headers, text, json: json as B })
 }
 
 interface Send {
@@ -139,8 +141,8 @@ interface Send {
 }
 
 /** POST /images with raw bytes. */
-const uploadRaw = async (bytes: Uint8Array, contentType: string, o: Send = {}) =>
-  parse(
+const uploadRaw = async <B = Envelope<Image>>(bytes: Uint8Array, contentType: string, o: Send = {}) =>
+  parse<B>(
     await fetch(`${t.api}/images${o.query ?? ""}`, {
       method: "POST",
       headers: {
@@ -173,9 +175,12 @@ const multipartBody = (parts: ReadonlyArray<Part>, boundary: string) => {
 }
 
 /** POST /images as multipart/form-data with a boundary of our own. */
-const uploadMultipart = async (parts: ReadonlyArray<Part>, o: Send & { readonly boundary?: string } = {}) => {
+const uploadMultipart = async <B = Envelope<Image>>(
+  parts: ReadonlyArray<Part>,
+  o: Send & { readonly boundary?: string } = {}
+) => {
   const boundary = o.boundary ?? `----test${randomBytes(8).toString("hex")}`
-  return uploadRaw(multipartBody(parts, boundary), `multipart/form-data; boundary=${boundary}`, o)
+  return uploadRaw<B>(multipartBody(parts, boundary), `multipart/form-data; boundary=${boundary}`, o)
 }
 
 const filePart = (bytes: Uint8Array, contentType = "image/png"): Part => ({
@@ -185,9 +190,12 @@ const filePart = (bytes: Uint8Array, contentType = "image/png"): Part => ({
   contentType
 })
 
-const importUrl = async (url: string, o: Send & { readonly api?: TestApi; readonly body?: unknown } = {}) =>
+const importUrl = async <B = Envelope<Image>>(
+  url: string,
+  o: Send & { readonly api?: TestApi; readonly body?: unknown } = {}
+) =>
   noServerError(
-    await call(`${(o.api ?? t).api}/images/url`, {
+    await call<B>(`${(o.api ?? t).api}/images/url`, {
       method: "POST",
       key: o.key ?? acct.key,
       body: o.body ?? { url },
@@ -195,13 +203,14 @@ const importUrl = async (url: string, o: Send & { readonly api?: TestApi; readon
     })
   )
 
-const get = async (path: string, key = acct.key) => noServerError(await call(`${t.api}${path}`, { key }))
+const get = async <B = Envelope<Image>>(path: string, key = acct.key) =>
+  noServerError(await call<B>(`${t.api}${path}`, { key }))
 
 const listAll = async (key: string, limit = 100) => {
-  const out: Array<any> = []
+  const out: Array<Image> = []
   let cursor: string | null = null
   for (let page = 0; page < 100; page++) {
-    const r = await get(`/images?limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`, key)
+    const r: Reply<Page<Image>> = await get(`/images?limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`, key)
     expectEnvelope(r, 200)
     out.push(...r.json.data)
     cursor = r.json.meta.next_cursor
@@ -224,7 +233,7 @@ const markReady = (id: string, bytes = 1234) =>
     })
   )
 
-const expectProcessingRecord = (image: any) => {
+const expectProcessingRecord = (image: Image) => {
   expect(image.id).toMatch(/^[0-9A-Za-z]{7}$/)
   expect(image.status).toBe("processing")
   expect(image.status_url).toBe(`${API_BASE}/images/${image.id}`)
@@ -349,7 +358,7 @@ describe("POST /images: size limit (413 without reading the rest)", () => {
         jpg.subarray(0, 100)
       ])
       const started = Date.now()
-      const r = await rawRequest(t.baseUrl, request, 5_000)
+      const r = await rawRequest<ErrorBody>(t.baseUrl, request, 5_000)
       expect(r.status, r.text).toBe(413)
       expect(r.json.error.code).toBe("payload_too_large")
       expect(r.headers.connection).toBe("close")
@@ -439,7 +448,7 @@ describe("POST /images: 415 for anything but JPEG, PNG, WebP or GIF bytes", () =
   })
 
   it("refuses a missing Content-Type", async () => {
-    const r = await rawRequest(
+    const r = await rawRequest<ErrorBody>(
       t.baseUrl,
       wire("POST", "/v1/images", { Authorization: `Bearer ${acct.key}`, "Idempotency-Key": idem() }, png)
     )
@@ -597,8 +606,8 @@ describe("scopes and ownership", () => {
     )
     const image = expectEnvelope(await get(`/images/${id}`, owner.key), 200)
     expect(image).toMatchObject({ id, status: "ready", mime_type: "image/jpeg", url: `${IMAGE_HOST}/${id}.jpg` })
-    expect(expectEnvelope(await get("/images", owner.key), 200).map((i: any) => i.id)).toContain(id)
-    const rated = await call(`${t.api}/images/${id}/rating`, {
+    expect(expectEnvelope(await get<Page<Image>>("/images", owner.key), 200).map((i) => i.id)).toContain(id)
+    const rated = await call<Envelope<Image>>(`${t.api}/images/${id}/rating`, {
       method: "PATCH",
       key: owner.key,
       body: { content_rating: "nsfw" }
@@ -612,12 +621,12 @@ describe("scopes and ownership", () => {
     const owner = await t.newAccount()
     const ids: Array<string> = []
     for (let i = 0; i < 5; i++) ids.push(expectEnvelope(await uploadRaw(png, "image/png", { key: owner.key }), 202).id)
-    const page1 = await get("/images?limit=2", owner.key)
-    expect(expectEnvelope(page1, 200).map((i: any) => i.id)).toEqual([ids[4], ids[3]])
+    const page1 = await get<Page<Image>>("/images?limit=2", owner.key)
+    expect(expectEnvelope(page1, 200).map((i) => i.id)).toEqual([ids[4], ids[3]])
     expect(page1.json.meta.next_cursor).toBeTypeOf("string")
     const all = await listAll(owner.key, 2)
     expect(all.map((i) => i.id)).toEqual([...ids].reverse())
-    const defaults = await get("/images", owner.key)
+    const defaults = await get<Page<Image>>("/images", owner.key)
     expect(expectEnvelope(defaults, 200)).toHaveLength(5)
     expect(defaults.json.meta.next_cursor).toBeNull()
     expectError(await get("/images?cursor=not-a-cursor", owner.key), 400, "invalid_request", /cursor/)
@@ -630,7 +639,9 @@ describe("scopes and ownership", () => {
 
 describe("PATCH /images/{id}/rating", () => {
   const rate = (id: string, content_rating: unknown, key = acct.key) =>
-    call(`${t.api}/images/${id}/rating`, { method: "PATCH", key, body: { content_rating } }).then(noServerError)
+    call<Envelope<Image>>(`${t.api}/images/${id}/rating`, { method: "PATCH", key, body: { content_rating } }).then(
+      noServerError
+    )
 
   it("applies a stricter declaration at once (200) and records a less strict one for review (202, rating unchanged)", async () => {
     const image = expectEnvelope(await uploadRaw(png, "image/png"), 202)
@@ -729,14 +740,16 @@ describe("DELETE /images/{id}", () => {
   it("answers 200 with the image; then GET is 404, it leaves the list and its storage is freed", async () => {
     const owner = await t.newAccount()
     const keep = expectEnvelope(await uploadRaw(jpg, "image/jpeg", { key: owner.key }), 202)
-    const before = expectEnvelope(await get("/usage", owner.key), 200).images.storage_bytes.used
+    const before = expectEnvelope(await get<Envelope<Usage>>("/usage", owner.key), 200).images.storage_bytes.used
     const image = expectEnvelope(await uploadRaw(png, "image/png", { key: owner.key }), 202)
-    expect(expectEnvelope(await get("/usage", owner.key), 200).images.storage_bytes.used).toBe(before + png.length)
+    expect(expectEnvelope(await get<Envelope<Usage>>("/usage", owner.key), 200).images.storage_bytes.used).toBe(
+      before + png.length
+    )
     const del = await call(`${t.api}/images/${image.id}`, { method: "DELETE", key: owner.key })
     expect(expectEnvelope(del, 200)).toMatchObject({ id: image.id, status: "processing" })
     expectError(await get(`/images/${image.id}`, owner.key), 404, "not_found")
     expect((await listAll(owner.key)).map((i) => i.id)).toEqual([keep.id])
-    expect(expectEnvelope(await get("/usage", owner.key), 200).images.storage_bytes.used).toBe(before)
+    expect(expectEnvelope(await get<Envelope<Usage>>("/usage", owner.key), 200).images.storage_bytes.used).toBe(before)
     expectError(await call(`${t.api}/images/${image.id}`, { method: "DELETE", key: owner.key }), 404, "not_found")
   })
 
@@ -744,9 +757,9 @@ describe("DELETE /images/{id}", () => {
     const owner = await t.newAccount()
     const image = expectEnvelope(await uploadRaw(png, "image/png", { key: owner.key }), 202)
     await markReady(image.id, 777)
-    expect(expectEnvelope(await get("/usage", owner.key), 200).images.storage_bytes.used).toBe(777)
+    expect(expectEnvelope(await get<Envelope<Usage>>("/usage", owner.key), 200).images.storage_bytes.used).toBe(777)
     expectEnvelope(await call(`${t.api}/images/${image.id}`, { method: "DELETE", key: owner.key }), 200)
-    expect(expectEnvelope(await get("/usage", owner.key), 200).images.storage_bytes.used).toBe(0)
+    expect(expectEnvelope(await get<Envelope<Usage>>("/usage", owner.key), 200).images.storage_bytes.used).toBe(0)
   })
 })
 
@@ -760,7 +773,7 @@ describe("quotas", () => {
     const refused = await uploadRaw(small, "image/png", { key: owner.key })
     expectError(refused, 403, "quota_exceeded", /storage_bytes: 2000 of 3000 used/)
     expect((await listAll(owner.key)).map((i) => i.id)).toEqual([first.id])
-    const usage = expectEnvelope(await get("/usage", owner.key), 200)
+    const usage = expectEnvelope(await get<Envelope<Usage>>("/usage", owner.key), 200)
     expect(usage.images.storage_bytes.used).toBe(2000)
     expect(usage.images.uploads.used).toBe(1)
     const partner = await t.newKey(owner.accountId, ["images:write", "images:read"], { unmetered: true })
@@ -781,7 +794,7 @@ describe("quotas", () => {
     expect(await listAll(owner.key)).toHaveLength(2)
     const partner = await t.newKey(owner.accountId, ["images:write"], { unmetered: true })
     expectEnvelope(await uploadRaw(png, "image/png", { key: partner }), 202)
-    const usage = expectEnvelope(await get("/usage", owner.key), 200)
+    const usage = expectEnvelope(await get<Envelope<Usage>>("/usage", owner.key), 200)
     expect(usage.images.uploads).toEqual({ used: 3, limit: 2 })
   })
 })

@@ -3,6 +3,7 @@ import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LinkEvent } from "../../domain/Events.js"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import type { Envelope, ErrorBody, Link, LinkOptions } from "../support/resources.js"
 
 let t: TestApi
 let a: TestAccount
@@ -14,14 +15,19 @@ beforeAll(async () => {
   t = await startTestApi()
   a = await t.newAccount()
   other = await t.newAccount()
-  const created = await call(`${t.api}/links`, { method: "POST", key: a.key, body: { url: "https://example.com/o" } })
+  const created = await call<Envelope<Link>>(`${t.api}/links`, {
+    method: "POST",
+    key: a.key,
+    body: { url: "https://example.com/o" }
+  })
   linkId = created.json.data.id
 })
 afterAll(() => t.close())
 
-const options = (id = linkId, key = a.key) => call(`${t.api}/links/${id}/options`, { key })
-const patch = (body: unknown, id = linkId, key = a.key) =>
-  call(`${t.api}/links/${id}/options`, { method: "PATCH", key, body })
+const options = <B = Envelope<LinkOptions>>(id = linkId, key = a.key) =>
+  call<B>(`${t.api}/links/${id}/options`, { key })
+const patch = <B = Envelope<LinkOptions>>(body: unknown, id = linkId, key = a.key) =>
+  call<B>(`${t.api}/links/${id}/options`, { method: "PATCH", key, body })
 
 describe("link options (UTM and expiry, DESIGN.md)", () => {
   it("a new link has no UTM parameters and no expiry", async () => {
@@ -36,7 +42,7 @@ describe("link options (UTM and expiry, DESIGN.md)", () => {
     const res = await patch({ utm: { utm_source: "news", utm_campaign: "fall" }, expires_at: at })
     expect(res.status, res.text).toBe(200)
     expect(res.json.data).toEqual({ utm: { utm_source: "news", utm_campaign: "fall" }, expires_at: at })
-    const link = await call(`${t.api}/links/${linkId}`, { key: a.key })
+    const link = await call<Envelope<Link>>(`${t.api}/links/${linkId}`, { key: a.key })
     expect(link.json.data.utm).toEqual({ utm_source: "news", utm_campaign: "fall" })
     expect(link.json.data.expires_at).toBe(at)
     expect((await options()).json.data.expires_at).toBe(at)
@@ -75,7 +81,7 @@ describe("link options (UTM and expiry, DESIGN.md)", () => {
       [{}, "body"],
       [{ utm: null, color: "red" }, "color"]
     ] as const) {
-      const res = await patch(body)
+      const res = await patch<ErrorBody>(body)
       expect(res.status, JSON.stringify(body)).toBe(400)
       expect(res.json.error.code).toBe("invalid_request")
       expect(res.json.error.detail, JSON.stringify(body)).toContain(field)
@@ -87,10 +93,10 @@ describe("link options (UTM and expiry, DESIGN.md)", () => {
     const readOnly = await t.newKey(a.accountId, ["links:read"])
     const writeOnly = await t.newKey(a.accountId, ["links:write"])
     expect((await options(linkId, readOnly)).status).toBe(200)
-    const denied = await patch({ utm: null }, linkId, readOnly)
+    const denied = await patch<ErrorBody>({ utm: null }, linkId, readOnly)
     expect(denied.status).toBe(403)
     expect(denied.json.error.detail).toContain("links:write")
-    const noRead = await options(linkId, writeOnly)
+    const noRead = await options<ErrorBody>(linkId, writeOnly)
     expect(noRead.status).toBe(403)
     expect(noRead.json.error.detail).toContain("links:read")
   })
@@ -102,16 +108,20 @@ describe("link options (UTM and expiry, DESIGN.md)", () => {
   })
 
   it("a disabled link's options cannot change (409 link_disabled)", async () => {
-    const created = await call(`${t.api}/links`, { method: "POST", key: a.key, body: { url: "https://example.com/d" } })
+    const created = await call<Envelope<Link>>(`${t.api}/links`, {
+      method: "POST",
+      key: a.key,
+      body: { url: "https://example.com/d" }
+    })
     const id = created.json.data.id
     await call(`${t.api}/links/${id}`, { method: "DELETE", key: a.key })
-    const res = await patch({ expires_at: future() }, id)
+    const res = await patch<ErrorBody>({ expires_at: future() }, id)
     expect(res.status).toBe(409)
     expect(res.json.error.code).toBe("link_disabled")
   })
 
   it("PATCH needs an Idempotency-Key and replays under the same one", async () => {
-    const missing = await call(`${t.api}/links/${linkId}/options`, {
+    const missing = await call<ErrorBody>(`${t.api}/links/${linkId}/options`, {
       method: "PATCH",
       key: a.key,
       body: { utm: null },

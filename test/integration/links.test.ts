@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError, rawRequest, wire } from "../support/http.js"
+import type { Envelope, ErrorBody, Link, Page } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 const SHORT_BASE = "http://sho.rt"
@@ -14,19 +15,19 @@ beforeAll(async () => {
 afterAll(() => t.close())
 
 const create = async (key: string, body: unknown) => {
-  const r = await call(`${t.api}/links`, { method: "POST", key, body })
+  const r = await call<Envelope<Link>>(`${t.api}/links`, { method: "POST", key, body })
   return expectEnvelope(r, 201)
 }
 
 /** Every link of the account, following next_cursor to the end. */
 const listAll = async (key: string, query = "", limit = 100) => {
-  const out: Array<any> = []
+  const out: Array<Link> = []
   let cursor: string | null = null
   for (let page = 0; page < 1000; page++) {
     const qs = new URLSearchParams(query)
     qs.set("limit", String(limit))
     if (cursor !== null) qs.set("cursor", cursor)
-    const r = await call(`${t.api}/links?${qs}`, { key })
+    const r = await call<Page<Link>>(`${t.api}/links?${qs}`, { key })
     expectEnvelope(r, 200)
     out.push(...r.json.data)
     cursor = r.json.meta.next_cursor
@@ -37,7 +38,7 @@ const listAll = async (key: string, query = "", limit = 100) => {
 
 describe("POST /links: success", () => {
   it("answers 201 with the envelope {data, meta.request_id} and a link_ id, active status and short_url from the short base and the slug", async () => {
-    const r = await call(`${t.api}/links`, {
+    const r = await call<Envelope<Link>>(`${t.api}/links`, {
       method: "POST",
       key: acct.key,
       body: { url: "https://example.com/a?b=c#d" }
@@ -248,7 +249,7 @@ describe("POST /links: content type", () => {
   })
 
   it("answers 415 when a body comes without a Content-Type", async () => {
-    const r = await rawRequest(
+    const r = await rawRequest<ErrorBody>(
       t.baseUrl,
       wire("POST", "/v1/links", { Authorization: `Bearer ${acct.key}`, "Idempotency-Key": "no-content-type-1" }, body)
     )
@@ -283,7 +284,7 @@ describe("POST /links: slugs in use, reserved slugs and own hosts", () => {
       body: { url: "https://example.com/intruder", custom_slug: "someone-elses" }
     })
     expectError(r, 409, "slug_taken")
-    const again = await call(`${t.api}/links/${original.id}`, { key: owner.key })
+    const again = await call<Envelope<Link>>(`${t.api}/links/${original.id}`, { key: owner.key })
     expect(expectEnvelope(again, 200).destination_url).toBe("https://example.com/owner")
   })
 
@@ -392,7 +393,7 @@ describe("POST /links: slugs in use, reserved slugs and own hosts", () => {
 describe("GET /links/{id}", () => {
   it("returns the link as created", async () => {
     const link = await create(acct.key, { url: "https://example.com/read", custom_slug: "read-me" })
-    const r = await call(`${t.api}/links/${link.id}`, { key: acct.key })
+    const r = await call<Envelope<Link>>(`${t.api}/links/${link.id}`, { key: acct.key })
     expect(expectEnvelope(r, 200)).toEqual(link)
   })
 
@@ -413,7 +414,7 @@ describe("PATCH /links/{id}", () => {
     const link = await create(acct.key, { url: "https://example.com/before" })
     // Changed once the clock has passed updated_at (shown in milliseconds), so that it moves.
     await waitFor(() => Date.now() > Date.parse(link.updated_at), { message: "the clock to pass updated_at" })
-    const r = await call(`${t.api}/links/${link.id}`, {
+    const r = await call<Envelope<Link>>(`${t.api}/links/${link.id}`, {
       method: "PATCH",
       key: acct.key,
       body: { url: "https://example.org/after" }
@@ -486,20 +487,20 @@ describe("PATCH /links/{id}", () => {
 describe("DELETE /links/{id}", () => {
   it("answers 200 with publication_status disabled; GET then shows it disabled", async () => {
     const link = await create(acct.key, { url: "https://example.com/to-disable" })
-    const r = await call(`${t.api}/links/${link.id}`, { method: "DELETE", key: acct.key })
+    const r = await call<Envelope<Link>>(`${t.api}/links/${link.id}`, { method: "DELETE", key: acct.key })
     const disabled = expectEnvelope(r, 200)
     expect(disabled.id).toBe(link.id)
     expect(disabled.slug).toBe(link.slug)
     expect(disabled.destination_url).toBe(link.destination_url)
     expect(disabled.publication_status).toBe("disabled")
-    const read = await call(`${t.api}/links/${link.id}`, { key: acct.key })
+    const read = await call<Envelope<Link>>(`${t.api}/links/${link.id}`, { key: acct.key })
     expect(expectEnvelope(read, 200).publication_status).toBe("disabled")
   })
 
   it("disabling a disabled link again is 200 and it stays disabled", async () => {
     const link = await create(acct.key, { url: "https://example.com/twice" })
     expectEnvelope(await call(`${t.api}/links/${link.id}`, { method: "DELETE", key: acct.key }), 200)
-    const r = await call(`${t.api}/links/${link.id}`, { method: "DELETE", key: acct.key })
+    const r = await call<Envelope<Link>>(`${t.api}/links/${link.id}`, { method: "DELETE", key: acct.key })
     expect(expectEnvelope(r, 200).publication_status).toBe("disabled")
   })
 
@@ -512,7 +513,7 @@ describe("DELETE /links/{id}", () => {
       body: { url: "https://example.com/thawed" }
     })
     expectError(r, 409, "link_disabled")
-    const read = await call(`${t.api}/links/${link.id}`, { key: acct.key })
+    const read = await call<Envelope<Link>>(`${t.api}/links/${link.id}`, { key: acct.key })
     const after = expectEnvelope(read, 200)
     expect(after.destination_url).toBe("https://example.com/frozen")
     expect(after.publication_status).toBe("disabled")
@@ -538,7 +539,7 @@ describe("DELETE /links/{id}", () => {
 describe("ownership: another account's link is 404 not_found, never 403", () => {
   let owner: TestAccount
   let stranger: TestAccount
-  let link: any
+  let link: Link
   beforeAll(async () => {
     owner = await t.newAccount()
     stranger = await t.newAccount()
@@ -566,7 +567,7 @@ describe("ownership: another account's link is 404 not_found, never 403", () => 
   it("DELETE of another account's link is 404 and leaves it active", async () => {
     const r = await call(`${t.api}/links/${link.id}`, { method: "DELETE", key: stranger.key })
     expectError(r, 404, "not_found")
-    const read = expectEnvelope(await call(`${t.api}/links/${link.id}`, { key: owner.key }), 200)
+    const read = expectEnvelope(await call<Envelope<Link>>(`${t.api}/links/${link.id}`, { key: owner.key }), 200)
     expect(read.publication_status).toBe("active")
   })
 
@@ -581,7 +582,7 @@ describe("ownership: another account's link is 404 not_found, never 403", () => 
 
 describe("GET /links: paging", () => {
   let pager: TestAccount
-  let created: Array<any>
+  let created: Array<Link>
   beforeAll(async () => {
     pager = await t.newAccount()
     created = []
@@ -589,20 +590,22 @@ describe("GET /links: paging", () => {
   })
 
   it("returns a collection {data, meta: {request_id, next_cursor}}, newest first, default limit 50", async () => {
-    const r = await call(`${t.api}/links`, { key: pager.key })
+    const r = await call<Page<Link>>(`${t.api}/links`, { key: pager.key })
     const data = expectEnvelope(r, 200)
     expect(Object.keys(r.json.meta).sort()).toEqual(["next_cursor", "request_id"])
-    expect(data.map((l: any) => l.id)).toEqual([...created].reverse().map((l) => l.id))
+    expect(data.map((l) => l.id)).toEqual([...created].reverse().map((l) => l.id))
     expect(r.json.meta.next_cursor).toBeNull()
   })
 
   it("the default page size is 50", async () => {
     const many = await t.newAccount()
     for (let i = 0; i < 51; i++) await create(many.key, { url: `https://example.com/fifty/${i}` })
-    const r = await call(`${t.api}/links`, { key: many.key })
+    const r = await call<Page<Link>>(`${t.api}/links`, { key: many.key })
     expect(expectEnvelope(r, 200)).toHaveLength(50)
     expect(r.json.meta.next_cursor).toBeTypeOf("string")
-    const rest = await call(`${t.api}/links?cursor=${encodeURIComponent(r.json.meta.next_cursor)}`, { key: many.key })
+    const rest = await call<Page<Link>>(`${t.api}/links?cursor=${encodeURIComponent(r.json.meta.next_cursor!)}`, {
+      key: many.key
+    })
     expect(expectEnvelope(rest, 200)).toHaveLength(1)
     expect(rest.json.meta.next_cursor).toBeNull()
   })
@@ -613,10 +616,10 @@ describe("GET /links: paging", () => {
     let cursor: string | null = null
     do {
       const qs: string = cursor === null ? "limit=5" : `limit=5&cursor=${encodeURIComponent(cursor)}`
-      const r = await call(`${t.api}/links?${qs}`, { key: pager.key })
+      const r = await call<Page<Link>>(`${t.api}/links?${qs}`, { key: pager.key })
       const data = expectEnvelope(r, 200)
       sizes.push(data.length)
-      seen.push(...data.map((l: any) => l.id))
+      seen.push(...data.map((l) => l.id))
       cursor = r.json.meta.next_cursor
     } while (cursor !== null)
     expect(sizes).toEqual([5, 5, 5, 5, 3])
@@ -626,9 +629,11 @@ describe("GET /links: paging", () => {
   it("a page size that divides the total ends with next_cursor null, not an empty extra page", async () => {
     const div = await t.newAccount()
     for (let i = 0; i < 4; i++) await create(div.key, { url: `https://example.com/div/${i}` })
-    const first = await call(`${t.api}/links?limit=2`, { key: div.key })
+    const first = await call<Page<Link>>(`${t.api}/links?limit=2`, { key: div.key })
     expect(expectEnvelope(first, 200)).toHaveLength(2)
-    const second = await call(`${t.api}/links?limit=2&cursor=${first.json.meta.next_cursor}`, { key: div.key })
+    const second = await call<Page<Link>>(`${t.api}/links?limit=2&cursor=${first.json.meta.next_cursor}`, {
+      key: div.key
+    })
     expect(expectEnvelope(second, 200)).toHaveLength(2)
     expect(second.json.meta.next_cursor).toBeNull()
   })
@@ -637,17 +642,19 @@ describe("GET /links: paging", () => {
     const live = await t.newAccount()
     const before: Array<string> = []
     for (let i = 0; i < 6; i++) before.push((await create(live.key, { url: `https://example.com/live/${i}` })).id)
-    const first = await call(`${t.api}/links?limit=3`, { key: live.key })
+    const first = await call<Page<Link>>(`${t.api}/links?limit=3`, { key: live.key })
     await create(live.key, { url: "https://example.com/live/new" })
-    const second = await call(`${t.api}/links?limit=3&cursor=${first.json.meta.next_cursor}`, { key: live.key })
-    const ids = [...first.json.data, ...second.json.data].map((l: any) => l.id)
+    const second = await call<Page<Link>>(`${t.api}/links?limit=3&cursor=${first.json.meta.next_cursor}`, {
+      key: live.key
+    })
+    const ids = [...first.json.data, ...second.json.data].map((l) => l.id)
     expect(ids).toEqual([...before].reverse())
   })
 
   it("accepts limit 1 and 100", async () => {
-    const one = await call(`${t.api}/links?limit=1`, { key: pager.key })
+    const one = await call<Page<Link>>(`${t.api}/links?limit=1`, { key: pager.key })
     expect(expectEnvelope(one, 200)).toHaveLength(1)
-    expect(one.json.data[0].id).toBe(created.at(-1).id)
+    expect(one.json.data[0].id).toBe(created.at(-1)!.id)
     const hundred = await call(`${t.api}/links?limit=100`, { key: pager.key })
     expect(expectEnvelope(hundred, 200)).toHaveLength(23)
   })
@@ -680,7 +687,7 @@ describe("GET /links: paging", () => {
 
   it("an account without links gets an empty page", async () => {
     const empty = await t.newAccount()
-    const r = await call(`${t.api}/links`, { key: empty.key })
+    const r = await call<Page<Link>>(`${t.api}/links`, { key: empty.key })
     expect(expectEnvelope(r, 200)).toEqual([])
     expect(r.json.meta.next_cursor).toBeNull()
   })
@@ -688,7 +695,7 @@ describe("GET /links: paging", () => {
 
 describe("GET /links: search and filters", () => {
   let s: TestAccount
-  const links: Record<string, any> = {}
+  const links: Record<string, Link> = {}
   beforeAll(async () => {
     s = await t.newAccount()
     links.alpha = await create(s.key, { url: "https://Alpha.example.com/Path", custom_slug: "SlugOne" })
@@ -698,7 +705,7 @@ describe("GET /links: search and filters", () => {
     links.epsilon = await create(s.key, { url: "https://epsilon.example.net/aXb", custom_slug: "fifthone" })
     expectEnvelope(await call(`${t.api}/links/${links.delta.id}`, { method: "DELETE", key: s.key }), 200)
   })
-  const slugsOf = (all: Array<any>) => all.map((l) => l.slug).sort()
+  const slugsOf = (all: ReadonlyArray<Link>) => all.map((l) => l.slug).sort()
 
   it("q matches a substring of the slug, case-insensitively", async () => {
     expect(slugsOf(await listAll(s.key, "q=slugone"))).toEqual(["SlugOne"])
@@ -719,7 +726,7 @@ describe("GET /links: search and filters", () => {
   })
 
   it("q without a match returns an empty page", async () => {
-    const r = await call(`${t.api}/links?q=nothing-like-this`, { key: s.key })
+    const r = await call<Page<Link>>(`${t.api}/links?q=nothing-like-this`, { key: s.key })
     expect(expectEnvelope(r, 200)).toEqual([])
     expect(r.json.meta.next_cursor).toBeNull()
   })

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { PlanLimits } from "../../domain/Plan.js"
 import { call, idem, startTestApi, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError, sleep } from "../support/http.js"
+import type { Envelope, ErrorBody, Link, LinkOptions, Page } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 /** Small plans, so that the limits are reached in a test; the built-in ones stay as they are. */
@@ -34,8 +35,12 @@ afterAll(async () => {
   await t?.close()
 })
 
-const create = (key: string, body: unknown = { url: "https://example.com/q" }, idempotencyKey?: string) =>
-  call(`${t.api}/links`, { method: "POST", key, body, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) })
+const create = <B = Envelope<Link>>(
+  key: string,
+  body: unknown = { url: "https://example.com/q" },
+  idempotencyKey?: string
+) =>
+  call<B>(`${t.api}/links`, { method: "POST", key, body, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) })
 const linkCount = async (accountId: string) =>
   Number((await db.query("SELECT count(*) AS n FROM links WHERE account_id = $1", [accountId])).rows[0].n)
 const counter = async (accountId: string) => {
@@ -67,7 +72,7 @@ describe("links per month (plan quota)", () => {
     expect(await counter(a.accountId)).toBe(3)
 
     // A business outcome: stored and replayed like any other answer, and it moves nothing.
-    const replay = await create(a.key, { url: "https://example.com/4" }, key)
+    const replay = await create<ErrorBody>(a.key, { url: "https://example.com/4" }, key)
     expect(replay.status).toBe(403)
     expect(replay.headers.get("idempotent-replayed")).toBe("true")
     expect(replay.json.error.request_id).toBe(error.request_id)
@@ -76,7 +81,7 @@ describe("links per month (plan quota)", () => {
     expect(await counter(a.accountId)).toBe(3)
 
     // Reading and changing existing links is not a create: it goes on.
-    const list = expectEnvelope(await call(`${t.api}/links`, { key: a.key }), 200)
+    const list = expectEnvelope(await call<Page<Link>>(`${t.api}/links`, { key: a.key }), 200)
     expect(list).toHaveLength(3)
     const patched = await call(`${t.api}/links/${list[0].id}`, {
       method: "PATCH",
@@ -138,7 +143,7 @@ describe("links per month (plan quota)", () => {
 
 describe("link expiry ceiling (plan limit)", () => {
   const patchExpiry = async (key: string, id: string, expires_at: string) =>
-    call(`${t.api}/links/${id}/options`, { method: "PATCH", key, body: { expires_at } })
+    call<Envelope<LinkOptions>>(`${t.api}/links/${id}/options`, { method: "PATCH", key, body: { expires_at } })
 
   it("refuses an expires_at further ahead than link_expiry_max_days with 403 quota_exceeded", async () => {
     const a = await t.newAccount(undefined, { plan: "short" })
@@ -151,7 +156,9 @@ describe("link expiry ceiling (plan limit)", () => {
       idempotencyKey: key
     })
     expectError(refused, 403, "quota_exceeded", /^link_expiry_max_days: 30 \(expires_at may be at most .+Z\)$/)
-    expect((await call(`${t.api}/links/${id}/options`, { key: a.key })).json.data.expires_at).toBeNull()
+    expect(
+      (await call<Envelope<LinkOptions>>(`${t.api}/links/${id}/options`, { key: a.key })).json.data.expires_at
+    ).toBeNull()
     const within = inDays(29)
     expect(expectEnvelope(await patchExpiry(a.key, id, within), 200).expires_at).toBe(within)
     // Clearing the expiry and UTM changes are never limited.
@@ -188,7 +195,7 @@ describe("request rate (per-account token bucket)", () => {
     expect((await call(`${t.api}/links`, { key: a.key })).status).toBe(200)
     expect((await call(`${t.api}/links`, { key: second })).status).toBe(200)
     expect((await call(`${t.api}/links`, { key: a.key })).status).toBe(200)
-    const limited = await call(`${t.api}/links`, { key: second })
+    const limited = await call<ErrorBody>(`${t.api}/links`, { key: second })
     expectError(limited, 429, "rate_limited", /^requests_per_second: 0\.5 \(burst 3\) on plan slow; retry after \d s$/)
     const retryAfter = limited.headers.get("retry-after")
     expect(retryAfter).toMatch(/^[12]$/)

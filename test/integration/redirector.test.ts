@@ -32,6 +32,7 @@ import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
 import { VisitorSecretRepoLive } from "../../infra/postgres/VisitorSecrets.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { embeddedEventLogLayer, kafkaEventLogLayer, testDatabaseLayer, testKafkaBrokers } from "../support/eventlog.js"
+import type { Envelope, Link } from "../support/resources.js"
 import { waitFor, waitForEffect } from "../support/waitFor.js"
 
 const CHROME =
@@ -111,7 +112,7 @@ const startRedirector = (env: Env, engine: "uws" | "node"): Promise<Running> =>
   )
 
 const createLink = async (env: Env, url: string) => {
-  const r = await call(`${env.api.api}/links`, { method: "POST", key: env.account.key, body: { url } })
+  const r = await call<Envelope<Link>>(`${env.api.api}/links`, { method: "POST", key: env.account.key, body: { url } })
   expect(r.status, r.text).toBe(201)
   return r.json.data as { id: string; slug: string; updated_at: string }
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { DEFAULT_PLANS } from "../../domain/Plan.js"
 import { call, idem, startTestApi, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError } from "../support/http.js"
+import type { Envelope, Image, Usage } from "../support/resources.js"
 
 let t: TestApi
 let png: Buffer
@@ -21,7 +22,7 @@ beforeAll(async () => {
 afterAll(() => t?.close())
 
 const usage = async (key: string) => {
-  const r = await call(`${t.api}/usage`, { key })
+  const r = await call<Envelope<Usage>>(`${t.api}/usage`, { key })
   return expectEnvelope(r, 200)
 }
 
@@ -31,7 +32,7 @@ const upload = async (key: string, bytes: Buffer) => {
     headers: { authorization: `Bearer ${key}`, "idempotency-key": idem(), "content-type": "image/png" },
     body: bytes
   })
-  const json: any = await res.json()
+  const json = (await res.json()) as Envelope<Image>
   expect(res.status, JSON.stringify(json)).toBe(202)
   return json.data
 }

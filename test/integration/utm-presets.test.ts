@@ -1,6 +1,8 @@
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { call, idem, type Reply, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { field } from "../support/http.js"
+import type { Envelope, ErrorBody, Page, UtmPreset } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
 let t: TestApi
@@ -14,33 +16,26 @@ afterAll(() => t.close())
 let counter = 0
 const uniqueName = (label = "preset") => `${label} ${Date.now()}-${counter++}`
 
-const create = (key: string, body: unknown, idempotencyKey?: string) =>
-  call(`${t.api}/utm-presets`, {
+const create = <B = Envelope<UtmPreset>>(key: string, body: unknown, idempotencyKey?: string) =>
+  call<B>(`${t.api}/utm-presets`, {
     method: "POST",
     key,
     body,
     ...(idempotencyKey === undefined ? {} : { idempotencyKey })
   })
 
-interface Preset {
-  readonly id: string
-  readonly name: string
-  readonly utm: Record<string, string>
-  readonly created_at: string
-  readonly updated_at: string
-}
-
 const createOk = async (key: string, body: { name: string; utm: Record<string, string> }) => {
   const res = await create(key, body)
   expect(res.status, res.text).toBe(201)
-  return res.json.data as Preset
+  return res.json.data
 }
 
-const expectError = (res: { status: number; text: string; json: any }, status: number, code: string) => {
+const expectError = (res: { status: number; text: string; json: unknown }, status: number, code: string) => {
   expect(res.status, res.text).toBe(status)
-  expect(res.json.error.code, res.text).toBe(code)
-  expect(typeof res.json.error.message).toBe("string")
-  expect(res.json.error.request_id).toMatch(/^req_/)
+  const error = field(res.json, "error")
+  expect(field(error, "code"), res.text).toBe(code)
+  expect(typeof field(error, "message")).toBe("string")
+  expect(field(error, "request_id")).toMatch(/^req_/)
 }
 
 describe("UTM presets: create, read, list", () => {
@@ -62,7 +57,7 @@ describe("UTM presets: create, read, list", () => {
     expect(created.json.meta.request_id).toMatch(/^req_/)
     expect(created.headers.get("x-request-id")).toBe(created.json.meta.request_id)
 
-    const read = await call(`${t.api}/utm-presets/${preset.id}`, { key: acct.key })
+    const read = await call<Envelope<UtmPreset>>(`${t.api}/utm-presets/${preset.id}`, { key: acct.key })
     expect(read.status, read.text).toBe(200)
     expect(read.json.data).toEqual(preset)
     expect(read.json.meta.request_id).toMatch(/^req_/)
@@ -82,19 +77,19 @@ describe("UTM presets: create, read, list", () => {
     const ids: Array<string> = []
     for (let i = 0; i < 5; i++) ids.push((await createOk(a.key, { name: `p${i}`, utm: { utm_source: `s${i}` } })).id)
 
-    const all = await call(`${t.api}/utm-presets`, { key: a.key })
+    const all = await call<Page<UtmPreset>>(`${t.api}/utm-presets`, { key: a.key })
     expect(all.status, all.text).toBe(200)
-    expect(all.json.data.map((p: any) => p.id)).toEqual([...ids].reverse())
+    expect(all.json.data.map((p) => p.id)).toEqual([...ids].reverse())
     expect(all.json.meta).toEqual({ request_id: expect.stringMatching(/^req_/), next_cursor: null })
 
     const seen: Array<string> = []
     const pageSizes: Array<number> = []
     let url: string | undefined = `${t.api}/utm-presets?limit=2`
     while (url !== undefined) {
-      const res = await call(url, { key: a.key })
+      const res: Reply<Page<UtmPreset>> = await call(url, { key: a.key })
       expect(res.status, res.text).toBe(200)
       pageSizes.push(res.json.data.length)
-      seen.push(...res.json.data.map((p: any) => p.id))
+      seen.push(...res.json.data.map((p) => p.id))
       const next: string | null = res.json.meta.next_cursor
       url = next === null ? undefined : `${t.api}/utm-presets?limit=2&cursor=${encodeURIComponent(next)}`
     }
@@ -102,29 +97,29 @@ describe("UTM presets: create, read, list", () => {
     expect(seen).toEqual([...ids].reverse())
 
     // A page that ends exactly at the last preset has no next page.
-    const exact = await call(`${t.api}/utm-presets?limit=5`, { key: a.key })
+    const exact = await call<Page<UtmPreset>>(`${t.api}/utm-presets?limit=5`, { key: a.key })
     expect(exact.json.data).toHaveLength(5)
     expect(exact.json.meta.next_cursor).toBeNull()
   })
 
   it("lists nothing for an account without presets", async () => {
     const empty = await t.newAccount(["links:read"])
-    const res = await call(`${t.api}/utm-presets`, { key: empty.key })
+    const res = await call<Page<UtmPreset>>(`${t.api}/utm-presets`, { key: empty.key })
     expect(res.status, res.text).toBe(200)
     expect(res.json.data).toEqual([])
     expect(res.json.meta.next_cursor).toBeNull()
   })
 
   it("rejects a malformed cursor and an out-of-range limit (400 with detail)", async () => {
-    const badCursor = await call(`${t.api}/utm-presets?cursor=nonsense`, { key: acct.key })
+    const badCursor = await call<ErrorBody>(`${t.api}/utm-presets?cursor=nonsense`, { key: acct.key })
     expectError(badCursor, 400, "invalid_request")
     expect(badCursor.json.error.detail).toContain("cursor")
     for (const limit of ["0", "101", "abc", "1.5", "", "-1", "1e1", "0x10", " 5", "9999999999999999999999"]) {
-      const res = await call(`${t.api}/utm-presets?limit=${encodeURIComponent(limit)}`, { key: acct.key })
+      const res = await call<ErrorBody>(`${t.api}/utm-presets?limit=${encodeURIComponent(limit)}`, { key: acct.key })
       expectError(res, 400, "invalid_request")
       // One clean reason, the same as GET /links gives.
       expect(res.json.error.detail, limit).toBe("limit: must be an integer from 1 to 100")
-      const links = await call(`${t.api}/links?limit=${encodeURIComponent(limit)}`, { key: acct.key })
+      const links = await call<ErrorBody>(`${t.api}/links?limit=${encodeURIComponent(limit)}`, { key: acct.key })
       expect(links.json.error.detail, limit).toBe(res.json.error.detail)
     }
   })
@@ -218,16 +213,16 @@ describe("UTM presets: validation", () => {
 
   for (const [label, body, fragments] of invalidCreates) {
     it(`POST rejects ${label} (400 invalid_request naming the field)`, async () => {
-      const res = await create(acct.key, body)
+      const res = await create<ErrorBody>(acct.key, body)
       expectError(res, 400, "invalid_request")
       for (const fragment of fragments) expect(res.json.error.detail, res.text).toContain(fragment)
     })
   }
 
   it("POST reports every problem at once", async () => {
-    const res = await create(acct.key, { name: "", utm: { utm_source: "", bogus: "x" }, more: true })
+    const res = await create<ErrorBody>(acct.key, { name: "", utm: { utm_source: "", bogus: "x" }, more: true })
     expectError(res, 400, "invalid_request")
-    const detail: string = res.json.error.detail
+    const detail: string = res.json.error.detail!
     for (const fragment of ["name", "utm.utm_source", "utm.bogus", "more"]) expect(detail, detail).toContain(fragment)
   })
 
@@ -265,11 +260,11 @@ describe("UTM presets: validation", () => {
       [{ name: null }, ["name"]]
     ]
     for (const [body, fragments] of cases) {
-      const res = await call(url, { method: "PATCH", key: acct.key, body })
+      const res = await call<ErrorBody>(url, { method: "PATCH", key: acct.key, body })
       expectError(res, 400, "invalid_request")
       for (const fragment of fragments) expect(res.json.error.detail, JSON.stringify(body)).toContain(fragment)
     }
-    const unchanged = await call(url, { key: acct.key })
+    const unchanged = await call<Envelope<UtmPreset>>(url, { key: acct.key })
     expect(unchanged.json.data).toEqual(p)
   })
 })
@@ -280,18 +275,22 @@ describe("UTM presets: update and delete", () => {
     const url = `${t.api}/utm-presets/${p.id}`
 
     const newName = uniqueName("renamed")
-    const renamed = await call(url, { method: "PATCH", key: acct.key, body: { name: newName } })
+    const renamed = await call<Envelope<UtmPreset>>(url, { method: "PATCH", key: acct.key, body: { name: newName } })
     expect(renamed.status, renamed.text).toBe(200)
     expect(renamed.json.data).toMatchObject({ id: p.id, name: newName, utm: { utm_source: "a", utm_medium: "b" } })
     expect(Date.parse(renamed.json.data.updated_at)).toBeGreaterThanOrEqual(Date.parse(renamed.json.data.created_at))
 
-    const replaced = await call(url, { method: "PATCH", key: acct.key, body: { utm: { utm_campaign: "c" } } })
+    const replaced = await call<Envelope<UtmPreset>>(url, {
+      method: "PATCH",
+      key: acct.key,
+      body: { utm: { utm_campaign: "c" } }
+    })
     expect(replaced.status, replaced.text).toBe(200)
     expect(replaced.json.data.name).toBe(newName)
     expect(replaced.json.data.utm).toEqual({ utm_campaign: "c" })
 
     const bothName = uniqueName("both")
-    const both = await call(url, {
+    const both = await call<Envelope<UtmPreset>>(url, {
       method: "PATCH",
       key: acct.key,
       body: { name: bothName, utm: { utm_term: "t", utm_content: "x" } }
@@ -301,17 +300,17 @@ describe("UTM presets: update and delete", () => {
     expect(both.json.data.created_at).toBe(p.created_at)
 
     // Keeping its own name is not a conflict.
-    const same = await call(url, { method: "PATCH", key: acct.key, body: { name: bothName } })
+    const same = await call<Envelope<UtmPreset>>(url, { method: "PATCH", key: acct.key, body: { name: bothName } })
     expect(same.status, same.text).toBe(200)
 
-    const read = await call(url, { key: acct.key })
+    const read = await call<Envelope<UtmPreset>>(url, { key: acct.key })
     expect(read.json.data).toEqual(same.json.data)
   })
 
   it("DELETE returns the deleted preset (200); afterwards it is gone", async () => {
     const p = await createOk(acct.key, { name: uniqueName("doomed"), utm: { utm_source: "a" } })
     const url = `${t.api}/utm-presets/${p.id}`
-    const deleted = await call(url, { method: "DELETE", key: acct.key })
+    const deleted = await call<Envelope<UtmPreset>>(url, { method: "DELETE", key: acct.key })
     expect(deleted.status, deleted.text).toBe(200)
     expect(deleted.json.data).toEqual(p)
     expect(deleted.json.meta.request_id).toMatch(/^req_/)
@@ -319,8 +318,8 @@ describe("UTM presets: update and delete", () => {
     expectError(await call(url, { key: acct.key }), 404, "not_found")
     expectError(await call(url, { method: "DELETE", key: acct.key }), 404, "not_found")
     expectError(await call(url, { method: "PATCH", key: acct.key, body: { name: "again" } }), 404, "not_found")
-    const list = await call(`${t.api}/utm-presets?limit=100`, { key: acct.key })
-    expect(list.json.data.map((x: any) => x.id)).not.toContain(p.id)
+    const list = await call<Page<UtmPreset>>(`${t.api}/utm-presets?limit=100`, { key: acct.key })
+    expect(list.json.data.map((x) => x.id)).not.toContain(p.id)
 
     // The name is free again.
     const again = await create(acct.key, { name: p.name, utm: { utm_source: "b" } })
@@ -333,13 +332,15 @@ describe("UTM presets: names are unique per account", () => {
     const name = uniqueName("padded")
     const p = await createOk(acct.key, { name: ` \t${name}  `, utm: { utm_source: "a" } })
     expect(p.name).toBe(name)
-    expect((await call(`${t.api}/utm-presets/${p.id}`, { key: acct.key })).json.data.name).toBe(name)
+    expect((await call<Envelope<UtmPreset>>(`${t.api}/utm-presets/${p.id}`, { key: acct.key })).json.data.name).toBe(
+      name
+    )
     expectError(await create(acct.key, { name, utm: { utm_source: "b" } }), 409, "utm_preset_name_taken")
     expectError(await create(acct.key, { name: `${name}\n`, utm: { utm_source: "b" } }), 409, "utm_preset_name_taken")
     // Inner whitespace is kept.
     const inner = await createOk(acct.key, { name: `${name}  x`, utm: { utm_source: "c" } })
     expect(inner.name).toBe(`${name}  x`)
-    const renamed = await call(`${t.api}/utm-presets/${inner.id}`, {
+    const renamed = await call<Envelope<UtmPreset>>(`${t.api}/utm-presets/${inner.id}`, {
       method: "PATCH",
       key: acct.key,
       body: { name: `  ${name} renamed ` }
@@ -351,7 +352,7 @@ describe("UTM presets: names are unique per account", () => {
   it("POST with a name the account already uses is 409 utm_preset_name_taken", async () => {
     const name = uniqueName("dup")
     await createOk(acct.key, { name, utm: { utm_source: "a" } })
-    const dup = await create(acct.key, { name, utm: { utm_medium: "b" } })
+    const dup = await create<ErrorBody>(acct.key, { name, utm: { utm_medium: "b" } })
     expectError(dup, 409, "utm_preset_name_taken")
     expect(dup.json.error.detail).toContain("name")
 
@@ -377,8 +378,10 @@ describe("UTM presets: names are unique per account", () => {
     expect(replay.headers.get("idempotent-replayed")).toBe("true")
     expect(replay.json).toEqual(conflict.json)
 
-    expect((await call(url, { key: acct.key })).json.data).toEqual(second)
-    expect((await call(`${t.api}/utm-presets/${first.id}`, { key: acct.key })).json.data).toEqual(first)
+    expect((await call<Envelope<UtmPreset>>(url, { key: acct.key })).json.data).toEqual(second)
+    expect((await call<Envelope<UtmPreset>>(`${t.api}/utm-presets/${first.id}`, { key: acct.key })).json.data).toEqual(
+      first
+    )
   })
 })
 
@@ -388,27 +391,33 @@ describe("UTM presets: scopes and ownership", () => {
     const reader = await t.newKey(acct.accountId, ["links:read"])
 
     expect((await call(`${t.api}/utm-presets`, { key: reader })).status).toBe(200)
-    const read = await call(`${t.api}/utm-presets/${writer.id}`, { key: reader })
+    const read = await call<Envelope<UtmPreset>>(`${t.api}/utm-presets/${writer.id}`, { key: reader })
     expect(read.status, read.text).toBe(200)
     expect(read.json.data.id).toBe(writer.id)
 
     const attempts = [
-      call(`${t.api}/utm-presets`, { method: "POST", key: reader, body: { name: "r", utm: { utm_source: "a" } } }),
-      call(`${t.api}/utm-presets/${writer.id}`, { method: "PATCH", key: reader, body: { name: "r" } }),
-      call(`${t.api}/utm-presets/${writer.id}`, { method: "DELETE", key: reader })
+      call<ErrorBody>(`${t.api}/utm-presets`, {
+        method: "POST",
+        key: reader,
+        body: { name: "r", utm: { utm_source: "a" } }
+      }),
+      call<ErrorBody>(`${t.api}/utm-presets/${writer.id}`, { method: "PATCH", key: reader, body: { name: "r" } }),
+      call<ErrorBody>(`${t.api}/utm-presets/${writer.id}`, { method: "DELETE", key: reader })
     ]
     for (const res of await Promise.all(attempts)) {
       expectError(res, 403, "api_scope_required")
       expect(res.json.error.detail).toContain("links:write")
     }
-    expect((await call(`${t.api}/utm-presets/${writer.id}`, { key: reader })).json.data).toEqual(writer)
+    expect((await call<Envelope<UtmPreset>>(`${t.api}/utm-presets/${writer.id}`, { key: reader })).json.data).toEqual(
+      writer
+    )
   })
 
   it("links:write writes but cannot read (403 naming links:read)", async () => {
     const writeOnly = await t.newKey(acct.accountId, ["links:write"])
     const created = await createOk(writeOnly, { name: uniqueName("writer"), utm: { utm_source: "a" } })
     for (const url of [`${t.api}/utm-presets`, `${t.api}/utm-presets/${created.id}`]) {
-      const res = await call(url, { key: writeOnly })
+      const res = await call<ErrorBody>(url, { key: writeOnly })
       expectError(res, 403, "api_scope_required")
       expect(res.json.error.detail).toContain("links:read")
     }
@@ -439,9 +448,9 @@ describe("UTM presets: scopes and ownership", () => {
     expectError(await call(url, { key: other.key }), 404, "not_found")
     expectError(await call(url, { method: "PATCH", key: other.key, body: { name: "stolen" } }), 404, "not_found")
     expectError(await call(url, { method: "DELETE", key: other.key }), 404, "not_found")
-    const list = await call(`${t.api}/utm-presets`, { key: other.key })
+    const list = await call<Page<UtmPreset>>(`${t.api}/utm-presets`, { key: other.key })
     expect(list.json.data).toEqual([])
-    expect((await call(url, { key: acct.key })).json.data).toEqual(mine)
+    expect((await call<Envelope<UtmPreset>>(url, { key: acct.key })).json.data).toEqual(mine)
   })
 })
 
@@ -458,7 +467,7 @@ describe("UTM presets: idempotency", () => {
     expect(second.status, second.text).toBe(201)
     expect(second.headers.get("idempotent-replayed")).toBe("true")
     expect(second.json).toEqual(first.json)
-    const list = await call(`${t.api}/utm-presets`, { key: a.key })
+    const list = await call<Page<UtmPreset>>(`${t.api}/utm-presets`, { key: a.key })
     expect(list.json.data).toHaveLength(1)
 
     const reused = await create(a.key, { name: "Other", utm: { utm_source: "a" } }, key)
@@ -507,9 +516,22 @@ describe("UTM presets: idempotency", () => {
   })
 })
 
+/** The parts of GET /openapi.json read here. */
+interface OpenApiBody {
+  readonly paths: Readonly<
+    Record<
+      string,
+      Readonly<
+        Record<string, { readonly "x-required-scope"?: string; readonly responses: Readonly<Record<string, unknown>> }>
+      >
+    >
+  >
+  readonly components: { readonly schemas: Readonly<Record<string, unknown>> }
+}
+
 describe("UTM presets: OpenAPI document", () => {
   it("documents the preset routes, their scopes, schemas and the 409 code", async () => {
-    const res = await call(`${t.api}/openapi.json`)
+    const res = await call<OpenApiBody>(`${t.api}/openapi.json`)
     expect(res.status).toBe(200)
     const doc = res.json
     const collection = doc.paths["/v1/utm-presets"]

@@ -226,8 +226,20 @@ export interface Call {
   readonly headers?: Record<string, string>
 }
 
-/** One HTTP call; a mutating call gets a fresh Idempotency-Key unless told otherwise. */
-export const call = async (url: string, c: Call = {}) => {
+/** What `call` returns: `json` is the parsed body (undefined when it is not JSON). */
+export interface Reply<B = unknown> {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  readonly json: B
+}
+
+/**
+ * One HTTP call; a mutating call gets a fresh Idempotency-Key unless told otherwise.
+ * `B` is the body the test expects (e.g. `Envelope<Link>`, see ./resources.ts): declared, not
+ * validated; the test's own assertions check what it reads. Unknown unless said.
+ */
+export const call = async <B = unknown>(url: string, c: Call = {}): Promise<Reply<B>> => {
   const method = c.method ?? "GET"
   const headers: Record<string, string> = { ...c.headers }
   if (c.key !== undefined) headers.authorization = `Bearer ${c.key}`
@@ -238,11 +250,12 @@ export const call = async (url: string, c: Call = {}) => {
   if (body !== undefined) headers["content-type"] = c.contentType ?? "application/json"
   const res = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) })
   const text = await res.text()
-  let json: any
+  let json: unknown
   try {
     json = JSON.parse(text)
   } catch {
     json = undefined
   }
-  return { status: res.status, headers: res.headers, text, json }
+  // The body as the caller declares it (see above).
+  return { status: res.status, headers: res.headers, text, json: json as B }
 }

@@ -1,47 +1,66 @@
 import * as net from "node:net"
 import { expect } from "vitest"
-import type { call } from "./api.js"
+import type { Reply } from "./api.js"
+import type { ApiError } from "./resources.js"
 
-/** What `call` returns. */
-export type Reply = Awaited<ReturnType<typeof call>>
+export type { Reply } from "./api.js"
+
+/** `value?.[key]` for a parsed JSON value: undefined unless `value` is an object (or array). */
+export const field = (value: unknown, key: string): unknown =>
+  typeof value === "object" && value !== null ? Reflect.get(value, key) : undefined
+
+const expectString: (value: unknown, message: string) => asserts value is string = (value, message) => {
+  expect(value, message).toBeTypeOf("string")
+}
 
 /**
  * Asserts the contract's error shape: `error.code`, `error.message` and `error.request_id`
  * are strings, `X-Request-Id` is the same id, and the status and code are the expected ones.
  */
-export const expectError = (r: Reply, status: number, code: string, detail?: RegExp) => {
+export const expectError = (r: Reply, status: number, code: string, detail?: RegExp): ApiError => {
   expect(r.status, r.text).toBe(status)
   expect(r.headers.get("content-type") ?? "", r.text).toMatch(/^application\/json/)
   expect(r.json, r.text).toBeTypeOf("object")
-  const error = r.json.error
+  const error = field(r.json, "error")
   expect(error, r.text).toBeTypeOf("object")
-  expect(error.code, r.text).toBe(code)
-  expect(error.message, r.text).toBeTypeOf("string")
-  expect(error.message.length, r.text).toBeGreaterThan(0)
-  expect(error.request_id, r.text).toBeTypeOf("string")
-  expect(error.request_id.length, r.text).toBeGreaterThan(0)
-  expect(r.headers.get("x-request-id"), r.text).toBe(error.request_id)
-  if (error.detail !== undefined) expect(error.detail, r.text).toBeTypeOf("string")
-  if (detail !== undefined) expect(error.detail ?? "", r.text).toMatch(detail)
-  return error as { code: string; message: string; request_id: string; detail?: string }
+  expect(field(error, "code"), r.text).toBe(code)
+  const message = field(error, "message")
+  expectString(message, r.text)
+  expect(message.length, r.text).toBeGreaterThan(0)
+  const requestId = field(error, "request_id")
+  expectString(requestId, r.text)
+  expect(requestId.length, r.text).toBeGreaterThan(0)
+  expect(r.headers.get("x-request-id"), r.text).toBe(requestId)
+  const errorDetail = field(error, "detail")
+  if (errorDetail !== undefined) expect(errorDetail, r.text).toBeTypeOf("string")
+  if (detail !== undefined) expect(errorDetail ?? "", r.text).toMatch(detail)
+  // Checked above: code, message and request_id are strings, detail a string or absent.
+  return error as ApiError
 }
+
+/** What `data` holds in a body of type B; unknown when B does not say. */
+export type DataOf<B> = B extends { readonly data: infer D } ? D : unknown
 
 /** Asserts a success envelope: `data`, and `meta.request_id` equal to `X-Request-Id`. */
-export const expectEnvelope = (r: Reply, status: number) => {
+export const expectEnvelope = <B>(r: Reply<B>, status: number): DataOf<B> => {
   expect(r.status, r.text).toBe(status)
   expect(r.headers.get("content-type") ?? "", r.text).toMatch(/^application\/json/)
-  expect(r.json?.data, r.text).toBeDefined()
-  expect(r.json.meta?.request_id, r.text).toBeTypeOf("string")
-  expect(r.headers.get("x-request-id"), r.text).toBe(r.json.meta.request_id)
-  return r.json.data
+  const data = field(r.json, "data")
+  expect(data, r.text).toBeDefined()
+  const requestId = field(field(r.json, "meta"), "request_id")
+  expect(requestId, r.text).toBeTypeOf("string")
+  expect(r.headers.get("x-request-id"), r.text).toBe(requestId)
+  // `data` is there; its shape is the one the caller declared for the body.
+  return data as DataOf<B>
 }
 
-export interface RawReply {
+export interface RawReply<B = unknown> {
   readonly status: number
   readonly headers: Record<string, string>
   readonly body: Buffer
   readonly text: string
-  readonly json: any
+  /** The parsed body (undefined when it is not JSON), as the caller declares it: not validated. */
+  readonly json: B
 }
 
 const decodeChunked = (body: Buffer): Buffer => {
@@ -63,7 +82,11 @@ const decodeChunked = (body: Buffer): Buffer => {
  * reads one response: for requests `fetch` refuses to send (odd methods, raw bytes in the
  * path, no Content-Type with a body). The request should carry `Connection: close`.
  */
-export const rawRequest = (baseUrl: string, bytes: Buffer | string, timeoutMs = 10_000): Promise<RawReply> => {
+export const rawRequest = <B = unknown>(
+  baseUrl: string,
+  bytes: Buffer | string,
+  timeoutMs = 10_000
+): Promise<RawReply<B>> => {
   const { hostname, port } = new URL(baseUrl)
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: hostname, port: Number(port) })
@@ -88,13 +111,14 @@ export const rawRequest = (baseUrl: string, bytes: Buffer | string, timeoutMs = 
       let body: Buffer = all.subarray(headEnd + 4)
       if (/chunked/i.test(headers["transfer-encoding"] ?? "")) body = decodeChunked(body)
       const text = body.toString()
-      let json: any
+      let json: unknown
       try {
         json = JSON.parse(text)
       } catch {
         json = undefined
       }
-      resolve({ status: Number(statusLine!.split(" ")[1]), headers, body, text, json })
+      // The body as the caller declares it (see RawReply).
+      resolve({ status: Number(statusLine!.split(" ")[1]), headers, body, text, json: json as B })
     })
     socket.write(bytes)
   })
