@@ -7,7 +7,7 @@ import { DatabaseLive } from "../../infra/Database.js"
 import { SafeFetcherLive } from "../../infra/fetcher/SafeFetcher.js"
 import { runMain } from "../../infra/Main.js"
 import { Plans } from "../../infra/Plans.js"
-import { ApiServerLive } from "./Server.js"
+import { ApiServerLive } from "./Live.js"
 
 // Settings first (AppConfig, then PLANS), so a bad one stops start-up before the database starts.
 // The codec probes uploads (headers only), whose private sources go to the blob store for the
