@@ -5,7 +5,7 @@ import { DatabaseLive } from "../../infra/Database.js"
 import { httpEngineConfig } from "../../infra/http/HttpServer.js"
 import { runMain } from "../../infra/Main.js"
 import { MediaAppLive } from "./Live.js"
-import { mediaCacheBytesConfig, mediaReportsPerMinuteConfig } from "./Media.js"
+import { mediaCacheBytesConfig, mediaReportsPerMinuteConfig } from "./MediaConfig.js"
 
 // Every setting is read first (AppConfig, HTTP_ENGINE, MEDIA_*), so a bad one stops start-up
 // before the database starts.

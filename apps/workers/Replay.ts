@@ -2,7 +2,8 @@ import { Data, Effect } from "effect"
 import { Analytics } from "../../domain/Analytics.js"
 import { EventLog, type PartitionOffset, type StartAt } from "../../domain/EventLog.js"
 import { Topics } from "../../domain/Events.js"
-import { ClickEventWire, projectBatch, RecentIds, splitBatch } from "./ClickProjector.js"
+import { projectBatch, RecentIds, splitBatch } from "./ClickBatch.js"
+import { ClickEventWire } from "./ClickWire.js"
 
 /** The projections `cli replay --into` can rebuild, with the topic each is built from. */
 export const Projections = { analytics: Topics.clicks } as const

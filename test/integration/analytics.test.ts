@@ -1,7 +1,8 @@
 import * as net from "node:net"
 import { Context, Deferred, Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ClickEventWire, makeClickHandler } from "../../apps/workers/ClickProjector.js"
+import { makeClickHandler } from "../../apps/workers/ClickProjector.js"
+import { ClickEventWire } from "../../apps/workers/ClickWire.js"
 import {
   Analytics,
   type AnalyticsQuery,

@@ -1,6 +1,6 @@
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { projectBatch, RecentIds, toClickRow } from "../../apps/workers/ClickProjector.js"
+import { projectBatch, RecentIds, toClickRow } from "../../apps/workers/ClickBatch.js"
 import {
   type AnalyticsQuery,
   type ClickRow,

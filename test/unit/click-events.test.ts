@@ -1,6 +1,7 @@
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { ClickEventWire, projectBatch, RecentIds, splitBatch } from "../../apps/workers/ClickProjector.js"
+import { projectBatch, RecentIds, splitBatch } from "../../apps/workers/ClickBatch.js"
+import { ClickEventWire } from "../../apps/workers/ClickWire.js"
 import { hourOf } from "../../domain/Analytics.js"
 import type { Batch, LogRecord } from "../../domain/EventLog.js"
 import {
