@@ -93,14 +93,14 @@ const fieldOfColumn = {
 } as const
 
 /** A row decodes into the model: its review nested, renamed to its fields, then checked and built by Image. */
-const ImageFromRow = Schema.transform(
+export const ImageFromRow = Schema.transform(
   Schema.Struct(columns),
   Schema.typeSchema(Schema.Struct({ ...imageColumns, ...reviewField })),
   { strict: true, decode: nestReview, encode: flattenReview }
 ).pipe(Schema.rename(fieldOfColumn), Schema.compose(Image))
 
 /** The same with the row's keyset position (int8 arrives as a string). */
-const ImageRecordFromRow = Schema.transform(
+export const ImageRecordFromRow = Schema.transform(
   Schema.Struct({ seq: Schema.BigInt, ...columns }),
   Schema.typeSchema(Schema.Struct({ seq: Schema.BigIntFromSelf, ...imageColumns, ...reviewField })),
   { strict: true, decode: nestReview, encode: flattenReview }
