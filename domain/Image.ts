@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { AccountId } from "./Account.js"
 
 /**
  * Hosted images: ids, states and the rating rules (contract "Hosted Image", DESIGN.md
@@ -12,10 +13,10 @@ export const IMAGE_ID_LENGTH = 7
  * (legacy ids may carry `_` or `-`). Anything else names no image and never reaches SQL.
  */
 export const IMAGE_ID_PATTERN = /^[A-Za-z0-9_-]{7,64}$/
-export const isImageId = (s: string): boolean => IMAGE_ID_PATTERN.test(s)
-/** An image id of IMAGE_ID_PATTERN, branded (not used by the images code yet). */
+/** An image id of IMAGE_ID_PATTERN, branded. */
 export const ImageId = Schema.String.pipe(Schema.pattern(IMAGE_ID_PATTERN), Schema.brand("ImageId"))
 export type ImageId = typeof ImageId.Type
+export const isImageId = (s: string): s is ImageId => IMAGE_ID_PATTERN.test(s)
 
 export const ImageStatus = Schema.Literal("processing", "ready", "failed").annotations({
   description:
@@ -85,61 +86,50 @@ export const extensionOf = (mimeType: string): string => {
   }
 }
 
-/** The stored state of an image: what the repositories read and write. */
-export interface ImageRow {
-  readonly seq: bigint
-  readonly id: string
-  readonly accountId: string
-  readonly status: ImageStatus
-  readonly unmetered: boolean
-  readonly requestedRating: CreationRating
-  /** The effective rating; the API shows null while processing. */
-  readonly rating: Rating
-  readonly ratingSource: RatingSource | null
-  readonly sourceFormat: string
-  readonly sourceBytes: number
-  readonly sourceUrl: string | null
-  /** The private source in the blob store, while it is kept. */
-  readonly sourceKey: string | null
-  readonly reservedBytes: number
-  readonly mimeType: string | null
-  readonly ext: string | null
-  readonly blobKey: string | null
-  readonly width: number | null
-  readonly height: number | null
-  readonly frames: number | null
-  readonly animated: boolean | null
-  readonly bytes: number | null
-  readonly failure: string | null
-  readonly createdAt: Date
-  readonly updatedAt: Date
-  readonly deletedAt: Date | null
-  /** The latest rating review, if any. */
-  readonly review: { readonly requested: DeclaredRating; readonly status: ReviewStatus } | null
-}
+/** The latest rating review of an image, if any. */
+export const ImageReview = Schema.Struct({ requested: DeclaredRating, status: ReviewStatus })
 
-/** The image's state as every images.v1 event carries it. */
-export const imageEventData = (row: ImageRow) => ({
-  id: row.id,
-  status: row.status,
-  content_rating: row.status === "processing" ? null : row.rating,
-  rating_source: row.ratingSource,
-  mime_type: row.mimeType,
-  ext: row.ext,
-  width: row.width,
-  height: row.height,
-  bytes: row.bytes,
-  animated: row.animated,
-  unmetered: row.unmetered,
-  failure: row.failure,
-  deleted: row.deletedAt !== null,
-  created_at: row.createdAt.toISOString(),
-  updated_at: row.updatedAt.toISOString()
-})
+/**
+ * A hosted image's stored state: the one model. The API record, the row mapping and the
+ * event payload derive from it.
+ */
+export class Image extends Schema.Class<Image>("Image")({
+  id: ImageId,
+  accountId: AccountId,
+  status: ImageStatus,
+  unmetered: Schema.Boolean,
+  requestedRating: CreationRating,
+  /** The effective rating; the API shows null while processing. */
+  rating: Rating,
+  ratingSource: Schema.NullOr(RatingSource),
+  sourceFormat: Schema.String,
+  sourceBytes: Schema.Number,
+  sourceUrl: Schema.NullOr(Schema.String),
+  /** The private source in the blob store, while it is kept. */
+  sourceKey: Schema.NullOr(Schema.String),
+  reservedBytes: Schema.Number,
+  mimeType: Schema.NullOr(Schema.String),
+  ext: Schema.NullOr(Schema.String),
+  blobKey: Schema.NullOr(Schema.String),
+  width: Schema.NullOr(Schema.Number),
+  height: Schema.NullOr(Schema.Number),
+  frames: Schema.NullOr(Schema.Number),
+  animated: Schema.NullOr(Schema.Boolean),
+  bytes: Schema.NullOr(Schema.Number),
+  failure: Schema.NullOr(Schema.String),
+  createdAt: Schema.DateFromSelf,
+  updatedAt: Schema.DateFromSelf,
+  deletedAt: Schema.NullOr(Schema.DateFromSelf),
+  /** The latest rating review, if any. */
+  review: Schema.NullOr(ImageReview)
+}) {}
+
+/** An image with its keyset position (`seq`: insertion order), where paging needs it. */
+export class ImageRecord extends Image.extend<ImageRecord>("ImageRecord")({ seq: Schema.BigIntFromSelf }) {}
 
 export interface NewImage {
-  readonly id: string
-  readonly accountId: string
+  readonly id: ImageId
+  readonly accountId: AccountId
   readonly unmetered: boolean
   readonly requestedRating: CreationRating
   readonly sourceFormat: string

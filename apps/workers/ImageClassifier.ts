@@ -1,7 +1,7 @@
 import { type Duration, Effect, Layer, Option, Schedule } from "effect"
 import { type Batch, EventLog } from "../../domain/EventLog.js"
 import { ImageEvent, Topics } from "../../domain/Events.js"
-import type { ImageRow } from "../../domain/Image.js"
+import type { Image } from "../../domain/Image.js"
 import { BlobStore } from "../../domain/ports/BlobStore.js"
 import { Classifier, ClassifierError } from "../../domain/ports/Classifier.js"
 import { Transactions } from "../../domain/ports/Database.js"
@@ -18,7 +18,7 @@ export const CLASSIFIER_MAX_BATCH = 16
  * The classifier rates an image only while the owner left it to the classifier: ready,
  * not deleted, `unrated` with no rating source (created with `auto`, never declared since).
  */
-export const awaitsClassification = (row: ImageRow): boolean =>
+export const awaitsClassification = (row: Image): boolean =>
   row.status === "ready" &&
   row.deletedAt === null &&
   row.rating === "unrated" &&
@@ -54,7 +54,7 @@ export const makeImageClassifierHandler = (options: ImageClassifierOptions = {})
       Schedule.intersect(Schedule.recurs(Math.max(0, (options.attempts ?? 4) - 1)))
     )
 
-    const classifyBytes = (row: ImageRow, key: string) =>
+    const classifyBytes = (row: Image, key: string) =>
       blobs.get(key).pipe(
         Effect.mapError((e) => new ClassifierError({ message: `reading the published bytes: ${e.message}`, cause: e })),
         Effect.flatMap(

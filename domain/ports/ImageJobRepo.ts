@@ -1,5 +1,5 @@
 import { Context, type Effect, type Option } from "effect"
-import type { ImageJob, ImageRow, Published } from "../Image.js"
+import type { Image, ImageJob, Published } from "../Image.js"
 
 /** Notification channel of new conversion jobs; the payload is the image id. */
 export const IMAGE_JOBS_CHANNEL = "image_jobs"
@@ -31,9 +31,9 @@ export interface ImageJobRepoShape {
    * and image.converted is emitted. None when the image is no longer processing (deleted, or
    * ended by another worker), and then nothing changed.
    */
-  readonly markReady: (imageId: string, published: Published) => Effect.Effect<Option.Option<ImageRow>>
+  readonly markReady: (imageId: string, published: Published) => Effect.Effect<Option.Option<Image>>
   /** Ends a processing image for good, with the reason (image.failed): the reservation is released. */
-  readonly markFailed: (imageId: string, reason: string) => Effect.Effect<Option.Option<ImageRow>>
+  readonly markFailed: (imageId: string, reason: string) => Effect.Effect<Option.Option<Image>>
   /**
    * Private sources no longer needed: the conversion ended (ready or failed) or the image was
    * deleted. The worker removes each blob, then `sourceRemoved`.

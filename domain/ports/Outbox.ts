@@ -13,7 +13,7 @@ export interface OutboxEvent<T extends string = string, D = unknown> {
 export interface OutboxShape {
   /**
    * Appends the event (a new id, occurred now) for `key` on `topic`, in the caller's transaction,
-   * with `data` as given. Image events still take this path; new code uses appendEvent.
+   * with `data` as given (no schema: tests of the relay). Domain events use appendEvent.
    */
   readonly append: <T extends string, D>(
     topic: string,

@@ -1,12 +1,12 @@
 import { Context, type Effect, type Option } from "effect"
-import type { DeclaredRating, ImageRow, RatingReview } from "../Image.js"
+import type { DeclaredRating, Image, RatingReview } from "../Image.js"
 
 export interface RatingReviewRepoShape {
   /**
    * Records an owner's request for a less strict rating (image.rating_review_requested). A
    * pending request of the same image is replaced (one pending review per image).
    */
-  readonly request: (image: ImageRow, requested: DeclaredRating) => Effect.Effect<ImageRow>
+  readonly request: (image: Image, requested: DeclaredRating) => Effect.Effect<Image>
   /** A declaration that applies at once supersedes a pending review of the same image. */
   readonly closePending: (imageId: string) => Effect.Effect<void>
   /** Pending reviews of images not deleted, oldest first. */
@@ -18,7 +18,7 @@ export interface RatingReviewRepoShape {
    * rejection leaves the effective rating as it is. Both emit image.rating_review_decided.
    * None when the image is gone.
    */
-  readonly decide: (review: RatingReview, decision: "approved" | "rejected") => Effect.Effect<Option.Option<ImageRow>>
+  readonly decide: (review: RatingReview, decision: "approved" | "rejected") => Effect.Effect<Option.Option<Image>>
 }
 
 /** Operator reviews of rating reductions, in the caller's transaction. */

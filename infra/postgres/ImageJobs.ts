@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option } from "effect"
-import type { ImageJob, ImageRow, Published } from "../../domain/Image.js"
+import type { Image, ImageJob, Published } from "../../domain/Image.js"
 import { IMAGE_JOBS_CHANNEL, ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
 import { ImageRepo, type ImageRepoShape } from "../../domain/ports/ImageRepo.js"
 import { StorageRepo, type StorageRepoShape } from "../../domain/ports/StorageRepo.js"
@@ -41,7 +41,7 @@ const makeEnding = (sql: PgClient.PgClient, images: ImageRepoShape, storage: Sto
     Effect.gen(function* () {
       const current = yield* images.lockById(id)
       if (Option.isNone(current) || current.value.status !== "processing" || current.value.deletedAt !== null) {
-        return Option.none<ImageRow>()
+        return Option.none<Image>()
       }
       const image = current.value
       yield* Effect.orDie(update)

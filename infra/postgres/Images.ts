@@ -1,83 +1,117 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { Topics } from "../../domain/Events.js"
 import {
-  type CreationRating,
-  type DeclaredRating,
+  CreationRating,
+  DeclaredRating,
+  Image,
   type ImageDelivery,
-  type ImageRow,
-  type ImageStatus,
-  imageEventData,
+  ImageRecord,
+  ImageReview,
+  ImageStatus,
   type NewImage,
-  type Rating,
-  type RatingSource,
-  type ReviewStatus
+  Rating,
+  RatingSource,
+  ReviewStatus
 } from "../../domain/Image.js"
-import { ImageRepo } from "../../domain/ports/ImageRepo.js"
+import {
+  ImageEventPayload,
+  ImageRatedPayload,
+  ImageReviewDecidedPayload,
+  ImageReviewRequestedPayload
+} from "../../domain/ImageEventPayload.js"
+import { ImageRepo, type ImageStateEventType } from "../../domain/ports/ImageRepo.js"
 import { Outbox } from "../../domain/ports/Outbox.js"
 import { StorageRepo } from "../../domain/ports/StorageRepo.js"
 
-interface DbImage {
-  seq: string
-  id: string
-  account_id: string
-  status: ImageStatus
-  unmetered: boolean
-  requested_rating: CreationRating
-  rating: Rating
-  rating_source: RatingSource | null
-  source_format: string
-  source_bytes: string
-  source_url: string | null
-  source_key: string | null
-  reserved_bytes: string
-  mime_type: string | null
-  ext: string | null
-  blob_key: string | null
-  width: number | null
-  height: number | null
-  frames: number | null
-  animated: boolean | null
-  bytes: string | null
-  failure: string | null
-  created_at: Date
-  updated_at: Date
-  deleted_at: Date | null
-  review_requested: DeclaredRating | null
-  review_status: ReviewStatus | null
+/** The columns SELECT returns as the driver gives them (timestamptz as Date, int8 as a string). */
+const columns = {
+  id: Schema.String,
+  account_id: Schema.String,
+  status: ImageStatus,
+  unmetered: Schema.Boolean,
+  requested_rating: CreationRating,
+  rating: Rating,
+  rating_source: Schema.NullOr(RatingSource),
+  source_format: Schema.String,
+  source_bytes: Schema.NumberFromString,
+  source_url: Schema.NullOr(Schema.String),
+  source_key: Schema.NullOr(Schema.String),
+  reserved_bytes: Schema.NumberFromString,
+  mime_type: Schema.NullOr(Schema.String),
+  ext: Schema.NullOr(Schema.String),
+  blob_key: Schema.NullOr(Schema.String),
+  width: Schema.NullOr(Schema.Number),
+  height: Schema.NullOr(Schema.Number),
+  frames: Schema.NullOr(Schema.Number),
+  animated: Schema.NullOr(Schema.Boolean),
+  bytes: Schema.NullOr(Schema.NumberFromString),
+  failure: Schema.NullOr(Schema.String),
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf,
+  deleted_at: Schema.NullOr(Schema.DateFromSelf),
+  review_requested: Schema.NullOr(DeclaredRating),
+  review_status: Schema.NullOr(ReviewStatus)
 }
 
-const toRow = (r: DbImage): ImageRow => ({
-  seq: BigInt(r.seq),
-  id: r.id,
-  accountId: r.account_id,
-  status: r.status,
-  unmetered: r.unmetered,
-  requestedRating: r.requested_rating,
-  rating: r.rating,
-  ratingSource: r.rating_source,
-  sourceFormat: r.source_format,
-  sourceBytes: Number(r.source_bytes),
-  sourceUrl: r.source_url,
-  sourceKey: r.source_key,
-  reservedBytes: Number(r.reserved_bytes),
-  mimeType: r.mime_type,
-  ext: r.ext,
-  blobKey: r.blob_key,
-  width: r.width,
-  height: r.height,
-  frames: r.frames,
-  animated: r.animated,
-  bytes: r.bytes === null ? null : Number(r.bytes),
-  failure: r.failure,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-  deletedAt: r.deleted_at,
+interface ReviewColumns {
+  readonly review_requested: DeclaredRating | null
+  readonly review_status: ReviewStatus | null
+}
+
+/** The latest review's two columns as the model's `review` (both or nothing). */
+const nestReview = <R extends ReviewColumns>({ review_requested, review_status, ...rest }: R) => ({
+  ...rest,
   review:
-    r.review_requested === null || r.review_status === null
-      ? null
-      : { requested: r.review_requested, status: r.review_status }
+    review_requested === null || review_status === null ? null : { requested: review_requested, status: review_status }
 })
+
+const flattenReview = <R extends { readonly review: Image["review"] }>({ review, ...rest }: R) => ({
+  ...rest,
+  review_requested: review?.requested ?? null,
+  review_status: review?.status ?? null
+})
+
+const { review_requested: _r, review_status: _s, ...imageColumns } = columns
+const reviewField = { review: Schema.NullOr(ImageReview) }
+
+/** Column names to the model's field names. */
+const fieldOfColumn = {
+  account_id: "accountId",
+  requested_rating: "requestedRating",
+  rating_source: "ratingSource",
+  source_format: "sourceFormat",
+  source_bytes: "sourceBytes",
+  source_url: "sourceUrl",
+  source_key: "sourceKey",
+  reserved_bytes: "reservedBytes",
+  mime_type: "mimeType",
+  blob_key: "blobKey",
+  created_at: "createdAt",
+  updated_at: "updatedAt",
+  deleted_at: "deletedAt"
+} as const
+
+/** A row decodes into the model: its review nested, renamed to its fields, then checked and built by Image. */
+export const ImageFromRow = Schema.transform(
+  Schema.Struct(columns),
+  Schema.typeSchema(Schema.Struct({ ...imageColumns, ...reviewField })),
+  { strict: true, decode: nestReview, encode: flattenReview }
+).pipe(Schema.rename(fieldOfColumn), Schema.compose(Image))
+
+/** The same with the row's keyset position (int8 arrives as a string). */
+export const ImageRecordFromRow = Schema.transform(
+  Schema.Struct({ seq: Schema.BigInt, ...columns }),
+  Schema.typeSchema(Schema.Struct({ seq: Schema.BigIntFromSelf, ...imageColumns, ...reviewField })),
+  { strict: true, decode: nestReview, encode: flattenReview }
+).pipe(Schema.rename(fieldOfColumn), Schema.compose(ImageRecord))
+
+// A row the model refuses is a defect (every write goes through the model): callers orDie.
+const decodeImage = Schema.decodeUnknown(ImageFromRow)
+const decodeRecords = Schema.decodeUnknown(Schema.Array(ImageRecordFromRow))
+/** The first row as the model, if there is one. */
+const firstImage = (rows: ReadonlyArray<unknown>) =>
+  rows.length === 0 ? Effect.succeedNone : Effect.asSome(decodeImage(rows[0]))
 
 const SELECT = `
   SELECT i.*, r.requested AS review_requested, r.status AS review_status
@@ -91,7 +125,6 @@ const make = Effect.gen(function* () {
   const outbox = yield* Outbox
   const storage = yield* StorageRepo
 
-  const one = (rows: ReadonlyArray<DbImage>) => Option.map(Option.fromNullable(rows[0]), toRow)
   const select = sql.unsafe(SELECT)
 
   const insert = (image: NewImage) => {
@@ -112,42 +145,59 @@ const make = Effect.gen(function* () {
     )
   }
 
-  const byId = (id: string) => sql<DbImage>`${select} WHERE i.id = ${id}`.pipe(Effect.map(one), Effect.orDie)
+  const byId = (id: string) => sql`${select} WHERE i.id = ${id}`.pipe(Effect.flatMap(firstImage), Effect.orDie)
 
   const lockById = (id: string) =>
-    sql<DbImage>`${select} WHERE i.id = ${id} FOR UPDATE OF i`.pipe(Effect.map(one), Effect.orDie)
+    sql`${select} WHERE i.id = ${id} FOR UPDATE OF i`.pipe(Effect.flatMap(firstImage), Effect.orDie)
 
   const find = (accountId: string, id: string) =>
-    sql<DbImage>`${select} WHERE i.id = ${id} AND i.account_id = ${accountId} AND i.deleted_at IS NULL`.pipe(
-      Effect.map(one),
+    sql`${select} WHERE i.id = ${id} AND i.account_id = ${accountId} AND i.deleted_at IS NULL`.pipe(
+      Effect.flatMap(firstImage),
       Effect.orDie
     )
 
   const findForUpdate = (accountId: string, id: string) =>
-    sql<DbImage>`
+    sql`
       ${select} WHERE i.id = ${id} AND i.account_id = ${accountId} AND i.deleted_at IS NULL FOR UPDATE OF i`.pipe(
-      Effect.map(one),
+      Effect.flatMap(firstImage),
       Effect.orDie
     )
 
   const search = (accountId: string, s: { readonly afterSeq?: bigint | undefined; readonly limit: number }) =>
-    sql<DbImage>`
+    sql`
       ${select} WHERE i.account_id = ${accountId} AND i.deleted_at IS NULL
       ${s.afterSeq === undefined ? sql`` : sql`AND i.seq < ${s.afterSeq.toString()}`}
-      ORDER BY i.seq DESC LIMIT ${s.limit}`.pipe(
-      Effect.map((rows) => rows.map(toRow)),
-      Effect.orDie
-    )
+      ORDER BY i.seq DESC LIMIT ${s.limit}`.pipe(Effect.flatMap(decodeRecords), Effect.orDie)
 
   const delivery = (id: string) =>
     sql<ImageDelivery>`
         SELECT status, rating, ext, mime_type, blob_key, deleted_at IS NOT NULL AS deleted
         FROM images WHERE id = ${id}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])))
 
-  const emit = (type: string, row: ImageRow, extra: Record<string, unknown> = {}) =>
-    outbox.append(Topics.images, row.id, type, row.accountId, { ...imageEventData(row), ...extra })
+  const emit = (type: ImageStateEventType, image: Image) =>
+    outbox.appendEvent(ImageEventPayload, Topics.images, image.id, type, image.accountId, image)
 
-  const softDelete = (image: ImageRow) =>
+  const emitReviewRequested = (image: Image, requested: DeclaredRating) =>
+    outbox.appendEvent(
+      ImageReviewRequestedPayload,
+      Topics.images,
+      image.id,
+      "image.rating_review_requested",
+      image.accountId,
+      { image, requested }
+    )
+
+  const emitReviewDecided = (image: Image, requested: DeclaredRating, decision: "approved" | "rejected") =>
+    outbox.appendEvent(
+      ImageReviewDecidedPayload,
+      Topics.images,
+      image.id,
+      "image.rating_review_decided",
+      image.accountId,
+      { image, requested, decision }
+    )
+
+  const softDelete = (image: Image) =>
     Effect.gen(function* () {
       yield* sql`UPDATE images SET deleted_at = clock_timestamp(), updated_at = clock_timestamp() WHERE id = ${image.id}`.pipe(
         Effect.orDie
@@ -167,7 +217,7 @@ const make = Effect.gen(function* () {
   const blobRemoved = (id: string) =>
     sql`UPDATE images SET blob_key = NULL WHERE id = ${id} AND deleted_at IS NOT NULL`.pipe(Effect.asVoid, Effect.orDie)
 
-  const rate = (image: ImageRow, to: DeclaredRating, source: RatingSource, actor: string) =>
+  const rate = (image: Image, to: DeclaredRating, source: RatingSource, actor: string) =>
     Effect.gen(function* () {
       if (image.rating === to && image.ratingSource === source) return image
       yield* sql`
@@ -177,21 +227,23 @@ const make = Effect.gen(function* () {
         INSERT INTO rating_changes (image_id, account_id, from_rating, to_rating, source, actor)
         VALUES (${image.id}, ${image.accountId}, ${image.rating}, ${to}, ${source}, ${actor})`.pipe(Effect.orDie)
       const row = Option.getOrThrow(yield* byId(image.id))
-      yield* emit("image.rated", row, {
+      yield* outbox.appendEvent(ImageRatedPayload, Topics.images, row.id, "image.rated", row.accountId, {
+        image: row,
         change: { from: image.status === "processing" ? null : image.rating, to, source, actor }
       })
       return row
     })
 
   /** A rating_changes row and image.rated, like every later change. */
-  const auditDeclaration = (image: ImageRow, actor: string) =>
+  const auditDeclaration = (image: Image, actor: string) =>
     image.ratingSource !== "owner"
       ? Effect.void
       : Effect.gen(function* () {
           yield* sql`
             INSERT INTO rating_changes (image_id, account_id, from_rating, to_rating, source, actor)
             VALUES (${image.id}, ${image.accountId}, NULL, ${image.rating}, 'owner', ${actor})`.pipe(Effect.orDie)
-          yield* emit("image.rated", image, {
+          yield* outbox.appendEvent(ImageRatedPayload, Topics.images, image.id, "image.rated", image.accountId, {
+            image,
             change: { from: null, to: image.rating, source: "owner", actor }
           })
         })
@@ -205,6 +257,8 @@ const make = Effect.gen(function* () {
     search,
     delivery,
     emit,
+    emitReviewRequested,
+    emitReviewDecided,
     softDelete,
     deletedBlobs,
     blobRemoved,

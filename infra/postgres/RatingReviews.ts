@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option } from "effect"
-import type { DeclaredRating, ImageRow, RatingReview, ReviewStatus } from "../../domain/Image.js"
+import type { DeclaredRating, Image, RatingReview, ReviewStatus } from "../../domain/Image.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import { RatingReviewRepo } from "../../domain/ports/RatingReviewRepo.js"
 import { newId } from "../Ids.js"
@@ -37,7 +37,7 @@ const make = Effect.gen(function* () {
       UPDATE rating_reviews SET status = 'rejected', decided_at = clock_timestamp()
       WHERE image_id = ${imageId} AND status = 'pending'`.pipe(Effect.asVoid, Effect.orDie)
 
-  const request = (image: ImageRow, requested: DeclaredRating) =>
+  const request = (image: Image, requested: DeclaredRating) =>
     Effect.gen(function* () {
       yield* closePending(image.id)
       yield* sql`
@@ -45,7 +45,7 @@ const make = Effect.gen(function* () {
         VALUES (${newId("rev")}, ${image.id}, ${image.accountId}, ${requested}, ${image.rating})`.pipe(Effect.orDie)
       yield* sql`UPDATE images SET updated_at = clock_timestamp() WHERE id = ${image.id}`.pipe(Effect.orDie)
       const row = Option.getOrThrow(yield* images.byId(image.id))
-      yield* images.emit("image.rating_review_requested", row, { requested })
+      yield* images.emitReviewRequested(row, requested)
       return row
     })
 
@@ -70,11 +70,11 @@ const make = Effect.gen(function* () {
         Effect.orDie
       )
       const locked = yield* images.lockById(review.imageId)
-      if (Option.isNone(locked)) return Option.none<ImageRow>()
+      if (Option.isNone(locked)) return Option.none<Image>()
       let row = locked.value
       if (decision === "approved") row = yield* images.rate(row, review.requested, "operator", "operator")
       row = Option.getOrThrow(yield* images.byId(review.imageId))
-      yield* images.emit("image.rating_review_decided", row, { requested: review.requested, decision })
+      yield* images.emitReviewDecided(row, review.requested, decision)
       return Option.some(row)
     })
 

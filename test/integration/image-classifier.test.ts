@@ -10,8 +10,9 @@ import pg from "pg"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runImageClassifier } from "../../apps/workers/ImageClassifier.js"
+import { AccountId } from "../../domain/Account.js"
 import { NSFW_CLASSES } from "../../domain/Classification.js"
-import type { CreationRating } from "../../domain/Image.js"
+import { type CreationRating, ImageId } from "../../domain/Image.js"
 import { BlobStore } from "../../domain/ports/BlobStore.js"
 import { Classifier, type ClassifierError } from "../../domain/ports/Classifier.js"
 import { ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
@@ -263,8 +264,8 @@ const publish = (
       const meta = yield* Effect.promise(() => sharp(bytes).metadata())
       yield* Effect.gen(function* () {
         yield* images.insert({
-          id,
-          accountId: ACCOUNT,
+          id: ImageId.make(id),
+          accountId: AccountId.make(ACCOUNT),
           unmetered: false,
           requestedRating,
           sourceFormat: ext,

@@ -9,7 +9,9 @@ import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EXPIRED_REASON, imageConverterLayer } from "../../apps/workers/ImageConverter.js"
 import type { ImageConverterOptions } from "../../apps/workers/ImageConverterConfig.js"
+import { AccountId } from "../../domain/Account.js"
 import type { EventLog } from "../../domain/EventLog.js"
+import { ImageId } from "../../domain/Image.js"
 import { MAX_FRAMES } from "../../domain/ImageFormat.js"
 import { BlobStore, BlobStoreError } from "../../domain/ports/BlobStore.js"
 import { Codec } from "../../domain/ports/Codec.js"
@@ -181,8 +183,8 @@ const upload = (
         Effect.gen(function* () {
           yield* storage.reserve(accountId, false, bytes.length, null)
           const row = yield* images.insert({
-            id,
-            accountId,
+            id: ImageId.make(id),
+            accountId: AccountId.make(accountId),
             unmetered: false,
             requestedRating: "auto",
             sourceFormat: Option.match(probe, { onNone: () => "unknown", onSome: (p) => p.format }),

@@ -6,6 +6,8 @@ import { Effect, Option } from "effect"
 import pg from "pg"
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { AccountId } from "../../domain/Account.js"
+import { ImageId } from "../../domain/Image.js"
 import { MAX_IMAGE_BYTES } from "../../domain/ImageFormat.js"
 import { animatedGif, jpeg, svg, tiff } from "../fixtures/images/make.js"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
@@ -582,8 +584,8 @@ describe("scopes and ownership", () => {
     await t.withImages(({ images, jobs }) =>
       Effect.gen(function* () {
         yield* images.insert({
-          id,
-          accountId: owner.accountId,
+          id: ImageId.make(id),
+          accountId: AccountId.make(owner.accountId),
           unmetered: false,
           requestedRating: "auto",
           sourceFormat: "jpeg",

@@ -18,7 +18,8 @@ import {
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Media, MediaLayer } from "../../apps/media/Media.js"
-import type { DeclaredRating } from "../../domain/Image.js"
+import { AccountId } from "../../domain/Account.js"
+import { type DeclaredRating, ImageId } from "../../domain/Image.js"
 import { BlobStore } from "../../domain/ports/BlobStore.js"
 import { ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
@@ -53,7 +54,7 @@ beforeAll(async () => {
   databaseUrl = await createTestDatabase()
   objects = fs.mkdtempSync(path.join(os.tmpdir(), "media-objects-"))
   env = ManagedRuntime.make(envLayer(databaseUrl, objects))
-  accountId = `acc_${randomBase62(22)}`
+  accountId = `acct_${randomBase62(22)}`
   await env.runPromise(
     Effect.flatMap(PgClient.PgClient, (sql) => sql`INSERT INTO accounts (id, name) VALUES (${accountId}, 'media test')`)
   )
@@ -79,8 +80,8 @@ const processingImage = async (ext = "webp", mimeType = "image/webp") => {
   await tx(
     Effect.flatMap(ImageRepo, (images) =>
       images.insert({
-        id,
-        accountId,
+        id: ImageId.make(id),
+        accountId: AccountId.make(accountId),
         unmetered: false,
         requestedRating: "auto",
         sourceFormat: "png",

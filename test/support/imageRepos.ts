@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import type { DeclaredRating, ImageRow, RatingReview } from "../../domain/Image.js"
+import type { DeclaredRating, Image, RatingReview } from "../../domain/Image.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import { RatingReviewRepo } from "../../domain/ports/RatingReviewRepo.js"
 import { storageOf, type World } from "./imageWorld.js"
@@ -7,7 +7,7 @@ import { storageOf, type World } from "./imageWorld.js"
 /** In-memory ImageRepo and RatingReviewRepo over a World (test/support/imageWorld.ts). */
 
 export const makeImageRepo = (world: World) => {
-  const put = (row: ImageRow) => {
+  const put = (row: Image) => {
     world.db.images.set(row.id, row)
     return row
   }
@@ -17,7 +17,7 @@ export const makeImageRepo = (world: World) => {
         Option.filter((row) => row.accountId === accountId && row.deletedAt === null)
       )
     )
-  const emit = (type: string, row: ImageRow) =>
+  const emit = (type: string, row: Image) =>
     Effect.sync(() => {
       world.db.events.push({ type, id: row.id })
       return {
@@ -35,9 +35,9 @@ export const makeImageRepo = (world: World) => {
         if (world.db.images.has(image.id)) return Option.none()
         const now = new Date()
         world.db.seq += 1n
+        world.db.seqs.set(image.id, world.db.seq)
         return Option.some(
           put({
-            seq: world.db.seq,
             id: image.id,
             accountId: image.accountId,
             status: "processing",
@@ -74,12 +74,15 @@ export const makeImageRepo = (world: World) => {
       Effect.sync(() =>
         [...world.db.images.values()]
           .filter((r) => r.accountId === accountId && r.deletedAt === null)
+          .map((r) => ({ ...r, seq: world.db.seqs.get(r.id) ?? 0n }))
           .filter((r) => afterSeq === undefined || r.seq < afterSeq)
           .sort((a, b) => Number(b.seq - a.seq))
           .slice(0, limit)
       ),
     delivery: () => Effect.dieMessage("not used"),
     emit,
+    emitReviewRequested: (image) => emit("image.rating_review_requested", image),
+    emitReviewDecided: (image) => emit("image.rating_review_decided", image),
     softDelete: (image) =>
       Effect.gen(function* () {
         const usage = storageOf(world, image.accountId)
@@ -116,7 +119,7 @@ export const makeImageRepo = (world: World) => {
 }
 
 export const makeReviewRepo = (world: World) => {
-  const setReview = (imageId: string, review: ImageRow["review"]) => {
+  const setReview = (imageId: string, review: Image["review"]) => {
     const row = { ...world.db.images.get(imageId)!, review }
     world.db.images.set(imageId, row)
     return row
@@ -126,7 +129,7 @@ export const makeReviewRepo = (world: World) => {
       world.db.reviews.set(review.id, { ...review, status: decision, decidedAt: new Date() })
       const image = world.db.images.get(review.imageId)
       if (image === undefined) return Option.none()
-      const rated: ImageRow = {
+      const rated: Image = {
         ...image,
         ...(decision === "approved" ? { rating: review.requested, ratingSource: "operator" as const } : {}),
         review: { requested: review.requested, status: decision }

@@ -1,6 +1,6 @@
 import { Effect, Either } from "effect"
 import { AccountId, type Principal } from "../../domain/Account.js"
-import type { AbuseReport, ImageRow, RatingReview, StorageUsage } from "../../domain/Image.js"
+import type { AbuseReport, Image, RatingReview, StorageUsage } from "../../domain/Image.js"
 import type { ImageInfo } from "../../domain/ports/Codec.js"
 import type { FetchError, FetchedResponse } from "../../domain/ports/SafeFetcher.js"
 
@@ -12,7 +12,9 @@ import type { FetchError, FetchedResponse } from "../../domain/ports/SafeFetcher
  */
 
 export interface Tables {
-  images: Map<string, ImageRow>
+  images: Map<string, Image>
+  /** Each image's keyset position (insertion order). */
+  seqs: Map<string, bigint>
   jobs: Set<string>
   storage: Map<string, StorageUsage>
   usage: Map<string, number>
@@ -35,6 +37,7 @@ export interface World {
 export const emptyWorld = (): World => ({
   db: {
     images: new Map(),
+    seqs: new Map(),
     jobs: new Set(),
     storage: new Map(),
     usage: new Map(),

@@ -1,6 +1,14 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { CreationRating, DeclaredRating, ImageStatus, RatingSource, ReviewStatus } from "../../../domain/Image.js"
+import {
+  CreationRating,
+  DeclaredRating,
+  extensionOf,
+  type Image as ImageModel,
+  ImageStatus,
+  RatingSource,
+  ReviewStatus
+} from "../../../domain/Image.js"
 import { ACCEPTED_CONTENT_TYPES, MAX_IMAGE_BYTES } from "../../../domain/ImageFormat.js"
 import * as E from "../Errors.js"
 import { Authentication } from "../middleware/Authentication.js"
@@ -78,6 +86,38 @@ export const Image = Schema.Struct({
   created_at: DateTime
 }).annotations({ identifier: "Image" })
 export type Image = typeof Image.Type
+
+/**
+ * The API record of an image: the model under the contract's names, with its addresses
+ * (`apiBase` for status_url, `imageHost` for url and share_url). What only a ready image has
+ * is null before; the rating and its source show once processing is over.
+ */
+export const toApiImage =
+  (hosts: { readonly apiBase: string; readonly imageHost: string }) =>
+  (image: ImageModel): Image => {
+    const mimeType = image.mimeType ?? "image/webp"
+    const ext = image.ext ?? extensionOf(mimeType)
+    const processing = image.status === "processing"
+    const ready = image.status === "ready"
+    const rated = !processing && image.rating !== "unrated"
+    return {
+      id: image.id,
+      status: image.status,
+      status_url: `${hosts.apiBase}/images/${image.id}`,
+      url: `${hosts.imageHost}/${image.id}.${ext}`,
+      share_url: `${hosts.imageHost}/v/${image.id}`,
+      mime_type: mimeType,
+      content_rating: processing ? null : image.rating,
+      rating_source: rated ? image.ratingSource : null,
+      rating_review: image.review === null ? null : { requested: image.review.requested, status: image.review.status },
+      width: ready ? image.width : null,
+      height: ready ? image.height : null,
+      bytes: ready ? image.bytes : null,
+      animated: ready ? image.animated : null,
+      failure: image.status === "failed" ? image.failure : null,
+      created_at: image.createdAt.toISOString()
+    }
+  }
 
 const contentRatingParam = CreationRating.annotations({
   description:

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { extensionOf, type ImageRow } from "../../../domain/Image.js"
+import type { Image } from "../../../domain/Image.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
 import { Api } from "../Api.js"
 import * as E from "../Errors.js"
@@ -8,7 +8,7 @@ import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { CurrentUpload } from "../middleware/UploadBody.js"
 import { envelope, keysetPage } from "../Shared.js"
-import type { Image } from "./Api.js"
+import { toApiImage } from "./Api.js"
 import { Images } from "./Images.js"
 
 export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
@@ -17,30 +17,8 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
     const images = yield* Images
     const config = yield* AppConfig
 
-    const toApi = (row: ImageRow): Image => {
-      const mimeType = row.mimeType ?? "image/webp"
-      const ext = row.ext ?? extensionOf(mimeType)
-      const processing = row.status === "processing"
-      const rated = !processing && row.rating !== "unrated"
-      return {
-        id: row.id,
-        status: row.status,
-        status_url: `${config.apiBase}/images/${row.id}`,
-        url: `${config.imageHost}/${row.id}.${ext}`,
-        share_url: `${config.imageHost}/v/${row.id}`,
-        mime_type: mimeType,
-        content_rating: processing ? null : row.rating,
-        rating_source: rated ? row.ratingSource : null,
-        rating_review: row.review === null ? null : { requested: row.review.requested, status: row.review.status },
-        width: row.status === "ready" ? row.width : null,
-        height: row.status === "ready" ? row.height : null,
-        bytes: row.status === "ready" ? row.bytes : null,
-        animated: row.status === "ready" ? row.animated : null,
-        failure: row.status === "failed" ? row.failure : null,
-        created_at: row.createdAt.toISOString()
-      }
-    }
-    const respond = (row: ImageRow) => envelope(toApi(row))
+    const toApi = toApiImage(config)
+    const respond = (image: Image) => envelope(toApi(image))
 
     return withIdempotency(
       operations,

@@ -1,7 +1,7 @@
 import { Data, Effect, Either, Option, Schema } from "effect"
 import type { Principal } from "../../../domain/Account.js"
 import { InvalidInput, QuotaExceeded, SourceFailed, UnsupportedContent, UrlNotAllowed } from "../../../domain/Errors.js"
-import { CreationRating, IMAGE_ID_LENGTH } from "../../../domain/Image.js"
+import { CreationRating, IMAGE_ID_LENGTH, ImageId } from "../../../domain/Image.js"
 import { MAX_IMAGE_BYTES, sniffImageFormat } from "../../../domain/ImageFormat.js"
 import { imageUploadQuota, quotaDetail, storageQuota, usagePeriod } from "../../../domain/Plan.js"
 import { BlobStore } from "../../../domain/ports/BlobStore.js"
@@ -165,7 +165,7 @@ const makeCreate = Effect.gen(function* () {
       const row = yield* firstFree(
         Effect.suspend(() =>
           images.insert({
-            id: randomBase62(IMAGE_ID_LENGTH),
+            id: ImageId.make(randomBase62(IMAGE_ID_LENGTH)),
             accountId: principal.accountId,
             unmetered: principal.unmetered,
             requestedRating: source.rating,

@@ -1,7 +1,7 @@
 import { Effect, Option } from "effect"
 import type { Principal } from "../../../domain/Account.js"
 import { ImageFailed, NotFound } from "../../../domain/Errors.js"
-import { type DeclaredRating, declarationOutcome, type ImageRow, isImageId } from "../../../domain/Image.js"
+import { type DeclaredRating, declarationOutcome, type Image, isImageId } from "../../../domain/Image.js"
 import { ImageRepo } from "../../../domain/ports/ImageRepo.js"
 import { RatingReviewRepo } from "../../../domain/ports/RatingReviewRepo.js"
 import { makeImageIntake } from "./ImageIntake.js"
@@ -12,7 +12,7 @@ import { makeImageIntake } from "./ImageIntake.js"
  */
 export interface RatingDeclared {
   readonly outcome: "applied" | "review"
-  readonly image: ImageRow
+  readonly image: Image
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Data, Effect, Option } from "effect"
-import type { ImageRow, RatingReview } from "../../../domain/Image.js"
+import type { Image, RatingReview } from "../../../domain/Image.js"
 import { AbuseReportRepo } from "../../../domain/ports/AbuseReportRepo.js"
 import { Transactions } from "../../../domain/ports/Database.js"
 import { RatingReviewRepo } from "../../../domain/ports/RatingReviewRepo.js"
@@ -19,7 +19,7 @@ export class ReviewAlreadyDecided extends Data.TaggedError("ReviewAlreadyDecided
 export interface ReviewDecided {
   readonly review: RatingReview
   readonly decision: "approved" | "rejected"
-  readonly image: Option.Option<ImageRow>
+  readonly image: Option.Option<Image>
 }
 
 /**
