@@ -15,7 +15,7 @@ import {
   publishedFormat,
   sniffImageFormat
 } from "../../domain/ImageFormat.js"
-import type { Tier } from "../../domain/ports/Codec.js"
+import type { ConvertedImage, Tier } from "../../domain/ports/Codec.js"
 import { MalformedContainer, stripGifMetadata, stripWebpMetadata } from "./Remux.js"
 
 export type { Tier }
@@ -62,15 +62,8 @@ export type Plan =
   | { readonly kind: "encode"; readonly probe: Probe; readonly scale: boolean }
   | { readonly kind: "keep"; readonly probe: Probe; readonly format: PublishedFormat }
 
-export interface Converted {
-  readonly bytes: Uint8Array
-  readonly format: PublishedFormat
-  readonly mime_type: string
-  readonly width: number
-  readonly height: number
-  readonly frames: number
-  readonly animated: boolean
-}
+/** What a conversion publishes: the port's ConvertedImage. */
+export type Converted = ConvertedImage
 
 export type Outcome<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly error: Failure }
 
