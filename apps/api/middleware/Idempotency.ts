@@ -26,7 +26,7 @@ const OUTBOUND_CONCURRENCY = 8
 export class OutboundFetch extends Context.Tag("OutboundFetch")<OutboundFetch, true>() {}
 
 /** The request's Idempotency-Key, checked: 8 to 128 characters. */
-export class CurrentIdempotencyKey extends Context.Tag("CurrentIdempotencyKey")<CurrentIdempotencyKey, string>() {}
+class CurrentIdempotencyKey extends Context.Tag("CurrentIdempotencyKey")<CurrentIdempotencyKey, string>() {}
 
 /**
  * Every POST, PATCH and DELETE carries this middleware: its Idempotency-Key of 8 to 128

@@ -3,7 +3,7 @@ import { Effect, Layer, Schema } from "effect"
 import * as E from "../Errors.js"
 import { readBody } from "./BodyReader.js"
 
-export const JSON_BODY_LIMIT = 1024 * 1024
+const JSON_BODY_LIMIT = 1024 * 1024
 /** No request body of this API nests deeper; deeper ones would only exhaust the stack. */
 const JSON_MAX_DEPTH = 64
 
@@ -14,7 +14,7 @@ const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbf
  * that PostgreSQL cannot store or that is not text: a NUL or an unpaired surrogate.
  * Iterative, so that no input can overflow the stack.
  */
-export const jsonProblem = (value: unknown, maxDepth: number): string | undefined => {
+const jsonProblem = (value: unknown, maxDepth: number): string | undefined => {
   const stack: Array<[unknown, number, string]> = [[value, 1, "body"]]
   const badString = (s: string) => s.includes("\u0000") || UNPAIRED_SURROGATE.test(s)
   while (stack.length > 0) {
