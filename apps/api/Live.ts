@@ -24,6 +24,7 @@ import { guardRequests } from "./middleware/RequestGuards.js"
 import { withRequestId } from "./middleware/RequestId.js"
 import { makeSystemRoutes } from "./middleware/System.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
+import { openApiDocument } from "./OpenApiDoc.js"
 import { UsageHttp } from "./Usage/Http.js"
 import { Usage } from "./Usage/Usage.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
@@ -63,7 +64,7 @@ const Repositories = Layer.mergeAll(
  */
 export const ApiHttpLive = Layer.unwrapScoped(
   Effect.gen(function* () {
-    const system = yield* makeSystemRoutes
+    const system = yield* makeSystemRoutes(openApiDocument)
     const app = yield* HttpApiBuilder.httpApp
     return HttpServer.serve(withRequestId(guardRequests(system(closeUnreadUploads(Api)(app)))))
   })

@@ -1,6 +1,6 @@
 import { Effect, Either, Layer, Option } from "effect"
 import { Images } from "../../apps/api/Images/Images.js"
-import type { Upload } from "../../apps/api/Images/Upload.js"
+import type { Upload } from "../../apps/api/middleware/Upload.js"
 import { sniffImageFormat } from "../../domain/ImageFormat.js"
 import type { PlanLimits } from "../../domain/Plan.js"
 import { AbuseReportRepo } from "../../domain/ports/AbuseReportRepo.js"

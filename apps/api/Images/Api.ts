@@ -15,9 +15,9 @@ import { Authentication } from "../middleware/Authentication.js"
 import { IdempotencyKey, OutboundFetch } from "../middleware/Idempotency.js"
 import { JsonBody } from "../middleware/JsonBody.js"
 import { RequiredScope } from "../middleware/Scopes.js"
+import { MULTIPART_OVERHEAD } from "../middleware/Upload.js"
 import { UploadBody } from "../middleware/UploadBody.js"
 import { Cursor, Envelope, IdPath, Limit, optional, Page } from "../Shared.js"
-import { MULTIPART_OVERHEAD } from "./Upload.js"
 
 const nullable = <S extends Schema.Schema.Any>(schema: S, description: string) =>
   Schema.NullOr(schema).annotations({ description })
@@ -158,7 +158,7 @@ export const ListImagesParams = Schema.Struct({
 
 const binary = { schema: { type: "string", format: "binary" } }
 
-/** The upload body as the OpenAPI document shows it: the UploadBody middleware reads it (Upload.ts). */
+/** The upload body as the OpenAPI document shows it: the UploadBody middleware reads it (middleware/Upload.ts). */
 const uploadRequestBody = {
   required: true,
   description: `The image file, at most ${MAX_IMAGE_BYTES} bytes: raw bytes with the image's Content-Type, or multipart/form-data with a binary part \`file\` (the body may carry at most ${MULTIPART_OVERHEAD} bytes of form data besides). The bytes decide what the image is: bytes that are not a JPEG, PNG, WebP or GIF are 415 whatever type was declared.`,
@@ -189,7 +189,7 @@ export class ImagesApi extends HttpApiGroup.make("images")
     HttpApiEndpoint.post("upload", "/images")
       .setUrlParams(UploadParams)
       .addSuccess(Envelope(Image), { status: 202 })
-      // UploadBody reads the body (Upload.ts): 400 empty or malformed, 413, 415.
+      // UploadBody reads the body (middleware/Upload.ts): 400 empty or malformed, 413, 415.
       .middleware(UploadBody)
       .addError(E.InvalidRequest)
       .addError(E.UnsupportedMediaType)

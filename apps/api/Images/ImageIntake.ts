@@ -14,7 +14,7 @@ import { StorageRepo } from "../../../domain/ports/StorageRepo.js"
 import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
 import { firstFree, randomBase62 } from "../../../infra/Ids.js"
 import { Plans } from "../../../infra/Plans.js"
-import { describeBytes, type Upload } from "./Upload.js"
+import { describeBytes, type Upload } from "../middleware/Upload.js"
 
 /**
  * How a hosted image comes in: an upload's bytes or a URL import's response, checked to be

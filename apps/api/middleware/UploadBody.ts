@@ -9,8 +9,8 @@ import {
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Effect, FiberRef, Layer, Schema } from "effect"
 import * as E from "../Errors.js"
-import { readUpload, type Upload } from "../Images/Upload.js"
 import { announcesBody } from "./BodyReader.js"
+import { readUpload, type Upload } from "./Upload.js"
 
 /** The upload the UploadBody middleware read for this request. */
 export class CurrentUpload extends Context.Tag("CurrentUpload")<CurrentUpload, Upload>() {}
@@ -28,7 +28,7 @@ const markRead = Effect.flatMap(FiberRef.get(UnreadUpload), (state) =>
 )
 
 /**
- * An image upload body (raw bytes or multipart, see Images/Upload.ts): 415 for another
+ * An image upload body (raw bytes or multipart, see Upload.ts): 415 for another
  * content type, 413 past the 10 MiB file limit (without reading the rest), 400 empty or
  * malformed. Read before the idempotency check, which fingerprints what it means.
  */

@@ -3,7 +3,7 @@ import type { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
 import * as Multipasta from "multipasta"
 import { ACCEPTED_CONTENT_TYPES, MAX_IMAGE_BYTES } from "../../../domain/ImageFormat.js"
-import { readBody } from "../middleware/BodyReader.js"
+import { readBody } from "./BodyReader.js"
 
 /**
  * Image upload bodies (POST /images): raw image bytes, or multipart/form-data with a `file`
