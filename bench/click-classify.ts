@@ -34,7 +34,7 @@ const insertionOrderMemo = <V>(compute: (input: string) => V, maxEntries = 10_00
 }
 
 const MEMOS = {
-  "BoundedCache": () => ({ classify: cachedUserAgentParser(), hostOf: cachedReferrerHost() }),
+  BoundedCache: () => ({ classify: cachedUserAgentParser(), hostOf: cachedReferrerHost() }),
   "Map (before)": () => {
     const referrerMemo = insertionOrderMemo(referrerHost)
     return {

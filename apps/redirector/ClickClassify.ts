@@ -48,7 +48,7 @@ export const parseUserAgent = (userAgent: string): UserAgentClass => {
 }
 
 /** parseUserAgent behind a bounded cache: user agents repeat a lot, so parsing is rare. */
-export const cachedUserAgentParser = (maxEntries = 20_000) => {
+export const cachedUserAgentParser = (maxEntries = 10_000) => {
   const cache = new BoundedCache<string, UserAgentClass>({ maxWeight: maxEntries })
   return (userAgent: string): UserAgentClass => cache.getOrCompute(userAgent, parseUserAgent)
 }
@@ -61,7 +61,7 @@ export const referrerHost = (referer: string): string | null => {
 }
 
 /** referrerHost behind a bounded cache: a page that links to a short link sends many clicks. */
-export const cachedReferrerHost = (maxEntries = 20_000) => {
+export const cachedReferrerHost = (maxEntries = 10_000) => {
   const cache = new BoundedCache<string, string | null>({ maxWeight: maxEntries })
   return (referer: string): string | null => (referer === "" ? null : cache.getOrCompute(referer, referrerHost))
 }

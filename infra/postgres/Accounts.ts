@@ -4,6 +4,7 @@ import { Effect, Layer, Option, Schedule, Stream } from "effect"
 import { AccountId, AccountNotFound, API_KEY_FORMAT, KeyNotFound, type Principal } from "../../domain/Account.js"
 import { AccountRepo } from "../../domain/ports/AccountRepo.js"
 import type { Scope } from "../../domain/Scope.js"
+import { BoundedCache } from "../BoundedCache.js"
 import { newId, randomBase62 } from "../Ids.js"
 
 // Only the SHA-256 of a key's secret is stored, and it is compared in constant time.
@@ -22,7 +23,7 @@ interface Cached {
 const make = (options: { readonly cache: boolean }) =>
   Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
-    const cache = new Map<string, Cached>()
+    const cache = new BoundedCache<string, Cached>({ maxWeight: CACHE_MAX })
 
     if (options.cache) {
       // Revocations (and plan changes, for each key of the account) reach every API process
@@ -117,10 +118,7 @@ const make = (options: { readonly cache: boolean }) =>
             scopes: new Set(row.scopes),
             unmetered: row.unmetered
           }
-          if (options.cache) {
-            if (cache.size >= CACHE_MAX) cache.clear()
-            cache.set(keyId, { principal, hash: row.secret_hash, at: Date.now() })
-          }
+          if (options.cache) cache.set(keyId, { principal, hash: row.secret_hash, at: Date.now() })
           return timingSafeEqual(row.secret_hash, hash) ? Option.some(principal) : Option.none()
         }),
         Effect.orDie
