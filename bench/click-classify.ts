@@ -61,10 +61,12 @@ const inputs = (distinct: number) => {
   return { agents, referers }
 }
 
-let scavenges = 0
-new PerformanceObserver((list) => {
-  for (const entry of list.getEntries()) if ((entry as { detail?: { kind?: number } }).detail?.kind === 1) scavenges++
-}).observe({ entryTypes: ["gc"] })
+// GC entries are queued when they happen and can be taken after a turn of the event loop.
+const gcs = new PerformanceObserver(() => {})
+gcs.observe({ entryTypes: ["gc"] })
+/** Minor GCs since the last call. */
+const scavengesSince = () =>
+  gcs.takeRecords().filter((entry) => (entry as { detail?: { kind?: number } }).detail?.kind === 1).length
 
 const round = (memo: keyof typeof MEMOS, distinct: number, clicks: number) => {
   const { classify, hostOf } = MEMOS[memo]()
@@ -90,19 +92,19 @@ const nextTick = () => new Promise((resolve) => setImmediate(resolve))
 
 const workload = async (name: string, distinct: number, clicks: number, rounds: number) => {
   const times: Record<string, Array<number>> = { BoundedCache: [], "Map (before)": [] }
-  const gcs: Record<string, number> = { BoundedCache: 0, "Map (before)": 0 }
+  const scavenges: Record<string, number> = { BoundedCache: 0, "Map (before)": 0 }
   for (let r = 0; r < rounds; r++) {
     for (const memo of Object.keys(MEMOS) as Array<keyof typeof MEMOS>) {
       await nextTick()
-      const before = scavenges
+      scavengesSince()
       times[memo]!.push(round(memo, distinct, clicks).ns)
       await nextTick()
-      gcs[memo]! += scavenges - before
+      scavenges[memo]! += scavengesSince()
     }
   }
   for (const memo of Object.keys(times)) {
     console.log(
-      `${name}, ${memo}: median ${median(times[memo]!).toFixed(1)} ns/click over ${rounds} rounds of ${clicks} clicks, ${gcs[memo]} scavenges`
+      `${name}, ${memo}: median ${median(times[memo]!).toFixed(1)} ns/click over ${rounds} rounds of ${clicks} clicks, ${scavenges[memo]} scavenges`
     )
   }
 }
