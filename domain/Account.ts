@@ -8,9 +8,19 @@ import type { Scope } from "./Scope.js"
 export const AccountId = Schema.String.pipe(Schema.pattern(/^acct_[0-9A-Za-z]{1,64}$/), Schema.brand("AccountId"))
 export type AccountId = typeof AccountId.Type
 
+/**
+ * An API key's id: `key_` and base62 characters (infra/postgres/Accounts.ts issues 22), the
+ * public half of the key. Only the secret's hash is stored beside it.
+ */
+export const ApiKeyId = Schema.String.pipe(Schema.pattern(/^key_[0-9A-Za-z]{1,64}$/), Schema.brand("ApiKeyId"))
+export type ApiKeyId = typeof ApiKeyId.Type
+
+/** Whether a text is shaped like a key id (anything else names no key and must not reach SQL). */
+export const isApiKeyId = Schema.is(ApiKeyId)
+
 /** Who is calling: resolved from the API key on every request. */
 export interface Principal {
-  readonly keyId: string
+  readonly keyId: ApiKeyId
   readonly accountId: AccountId
   readonly plan: string
   readonly scopes: ReadonlySet<string>
@@ -37,14 +47,14 @@ export interface Account {
 
 /** A key as issued: `key` is the secret, shown once. */
 export interface IssuedKey {
-  readonly id: string
+  readonly id: ApiKeyId
   readonly key: string
   readonly scopes: ReadonlyArray<Scope>
   readonly unmetered: boolean
 }
 
 export interface RevokedKey {
-  readonly id: string
+  readonly id: ApiKeyId
   /** ISO 8601: when it was first revoked. */
   readonly revoked_at: string
 }

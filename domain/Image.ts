@@ -169,7 +169,7 @@ export interface ImageDelivery {
 
 /** The conversion job of a processing image. */
 export interface ImageJob {
-  readonly imageId: string
+  readonly imageId: ImageId
   /** The private source in the blob store; null once purged. */
   readonly sourceKey: string | null
   readonly attempts: number
@@ -177,11 +177,21 @@ export interface ImageJob {
   readonly createdAt: Date
 }
 
+/** A rating review's id: `rev_` and base62 characters (22 issued), up to 64 like a link id. */
+export const RatingReviewId = Schema.String.pipe(
+  Schema.pattern(/^rev_[0-9A-Za-z]{1,64}$/),
+  Schema.brand("RatingReviewId")
+)
+export type RatingReviewId = typeof RatingReviewId.Type
+
+/** Whether a text is shaped like a review id (anything else names no review and must not reach SQL). */
+export const isRatingReviewId = Schema.is(RatingReviewId)
+
 /** An owner's request for a less strict rating, decided by an operator. */
 export interface RatingReview {
-  readonly id: string
-  readonly imageId: string
-  readonly accountId: string
+  readonly id: RatingReviewId
+  readonly imageId: ImageId
+  readonly accountId: AccountId
   readonly requested: DeclaredRating
   readonly currentRating: string
   readonly status: ReviewStatus

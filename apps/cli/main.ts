@@ -2,6 +2,7 @@ import { parseArgs } from "node:util"
 import { NodeRuntime } from "@effect/platform-node"
 import type { PgClient } from "@effect/sql-pg"
 import { ConfigError, Effect, Logger, LogLevel } from "effect"
+import { isApiKeyId, KeyNotFound } from "../../domain/Account.js"
 import type { StartAt } from "../../domain/EventLog.js"
 import { DEFAULT_PLAN } from "../../domain/Plan.js"
 import { AccountRepo } from "../../domain/ports/AccountRepo.js"
@@ -124,7 +125,8 @@ const command = (): Effect.Effect<unknown, unknown, Env> => {
     }
     case "keys revoke": {
       const id = str("id")
-      return Effect.flatMap(AccountRepo, (a) => a.revokeKey(id))
+      // An id of another shape names no key: the same answer as an unknown one.
+      return isApiKeyId(id) ? Effect.flatMap(AccountRepo, (a) => a.revokeKey(id)) : Effect.fail(new KeyNotFound({ id }))
     }
     case "reviews list":
       return Effect.flatMap(RatingReviews, (r) => r.pending()).pipe(Effect.map(reviewsOutput))

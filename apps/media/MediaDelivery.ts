@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
+import { BoundedCache } from "../../infra/BoundedCache.js"
 import type { DeferredAnswer, HttpExchange } from "../../infra/http/HttpServer.js"
-import { ByteLru } from "./ByteLru.js"
 import { cors, type Later, processing, RATING_HEADER, unavailable } from "./MediaAnswers.js"
 import type { MediaDeps } from "./MediaConfig.js"
 
@@ -19,7 +19,13 @@ const matches = (ifNoneMatch: string, etag: string) => {
 
 /** `/{id}.{ext}`: the image's bytes with its current rating; only the immutable bytes are cached. */
 export const makeDelivery = (deps: MediaDeps, later: Later) => {
-  const cache = new ByteLru(deps.cacheBytes)
+  // Keys are blob keys, whose bytes never change: an entry is never stale. One larger than an
+  // eighth of the bound is not kept (it would flush everything else).
+  const cache = new BoundedCache<string, Uint8Array>({
+    maxWeight: deps.cacheBytes,
+    weigh: (bytes) => bytes.byteLength,
+    maxEntryWeight: deps.cacheBytes / 8
+  })
   const loading = new Map<string, Promise<Uint8Array | undefined>>()
 
   const bytesOf = (key: string): Promise<Uint8Array | undefined> => {

@@ -1,6 +1,7 @@
 import { createHmac } from "node:crypto"
 import Bowser from "bowser"
 import { isbot } from "isbot"
+import { BoundedCache } from "../../infra/BoundedCache.js"
 
 export type Device = "desktop" | "mobile" | "tablet" | "other"
 
@@ -46,21 +47,10 @@ export const parseUserAgent = (userAgent: string): UserAgentClass => {
   }
 }
 
-/**
- * parseUserAgent behind a bounded map: user agents repeat a lot, so parsing is rare. When
- * full, the oldest entry goes (Map keeps insertion order).
- */
+/** parseUserAgent behind a bounded cache: user agents repeat a lot, so parsing is rare. */
 export const cachedUserAgentParser = (maxEntries = 10_000) => {
-  const cache = new Map<string, UserAgentClass>()
-  return (userAgent: string): UserAgentClass => {
-    let hit = cache.get(userAgent)
-    if (hit === undefined) {
-      hit = parseUserAgent(userAgent)
-      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!)
-      cache.set(userAgent, hit)
-    }
-    return hit
-  }
+  const cache = new BoundedCache<string, UserAgentClass>({ maxWeight: maxEntries })
+  return (userAgent: string): UserAgentClass => cache.getOrCompute(userAgent, parseUserAgent)
 }
 
 /** Host name of a Referer, lower case, without a trailing dot; null for none or garbage. */
@@ -70,19 +60,10 @@ export const referrerHost = (referer: string): string | null => {
   return host === "" || host.length > 253 ? null : host
 }
 
-/** referrerHost behind a bounded map: a page that links to a short link sends many clicks. */
+/** referrerHost behind a bounded cache: a page that links to a short link sends many clicks. */
 export const cachedReferrerHost = (maxEntries = 10_000) => {
-  const cache = new Map<string, string | null>()
-  return (referer: string): string | null => {
-    if (referer === "") return null
-    let hit = cache.get(referer)
-    if (hit === undefined) {
-      hit = referrerHost(referer)
-      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!)
-      cache.set(referer, hit)
-    }
-    return hit
-  }
+  const cache = new BoundedCache<string, string | null>({ maxWeight: maxEntries })
+  return (referer: string): string | null => (referer === "" ? null : cache.getOrCompute(referer, referrerHost))
 }
 
 /**

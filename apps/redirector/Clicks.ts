@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto"
 import { Effect, Either, Fiber, Metric } from "effect"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
+import { BoundedCache } from "../../infra/BoundedCache.js"
 import { ipText, ipv4Offset } from "../../infra/http/HttpServer.js"
 import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
 import type { SlugEntry } from "./SlugTable.js"
@@ -240,18 +241,11 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
 
     // The JSON of a click's fields, per distinct input: user agents, referers and country
     // headers repeat, so each is classified and serialized once, not per click.
-    const uaJson = new Map<string, string>()
-    const refererJson = new Map<string, string>()
-    const countryJson = new Map<string, string>()
-    const cached = (cache: Map<string, string>, input: string, make: (input: string) => string) => {
-      let hit = cache.get(input)
-      if (hit === undefined) {
-        hit = make(input)
-        if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value!)
-        cache.set(input, hit)
-      }
-      return hit
-    }
+    const uaJson = new BoundedCache<string, string>({ maxWeight: CACHE_ENTRIES })
+    const refererJson = new BoundedCache<string, string>({ maxWeight: CACHE_ENTRIES })
+    const countryJson = new BoundedCache<string, string>({ maxWeight: CACHE_ENTRIES })
+    const cached = (cache: BoundedCache<string, string>, input: string, make: (input: string) => string) =>
+      cache.getOrCompute(input, make)
     const makeUaJson = (userAgent: string) => {
       const ua = classify(userAgent)
       return `"device":"${ua.device}","browser":${JSON.stringify(ua.browser)},"bot":${ua.bot}`

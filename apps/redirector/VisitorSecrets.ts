@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import type { DatabaseError } from "../../domain/ports/Database.js"
 import { VisitorSecretRepo } from "../../domain/ports/VisitorSecretRepo.js"
+import { BoundedCache } from "../../infra/BoundedCache.js"
 import { dayString, utcDay } from "./ClickClassify.js"
 
 /**
@@ -11,7 +12,8 @@ import { dayString, utcDay } from "./ClickClassify.js"
  */
 export const makeVisitorSecrets = Effect.gen(function* () {
   const repo = yield* VisitorSecretRepo
-  const cache = new Map<number, Uint8Array>()
+  // Holds yesterday's and today's (older days are deleted below); the bound is a safety net.
+  const cache = new BoundedCache<number, Uint8Array>({ maxWeight: 6 })
 
   const fetch = (day: number) =>
     Effect.gen(function* () {

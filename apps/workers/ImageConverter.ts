@@ -1,5 +1,6 @@
 import { Cause, Effect, Layer, Queue, Runtime, Schedule, Schema } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
+import { type ImageId, isImageId } from "../../domain/Image.js"
 import { BlobStore } from "../../domain/ports/BlobStore.js"
 import { IMAGE_JOBS_CHANNEL, ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
@@ -39,11 +40,12 @@ export const runImageConverter = (options: ImageConverterOptions) =>
 
     // Ids waiting or being worked on: each is queued once. A full queue drops the id, and the
     // sweep finds its job again.
-    const queued = new Set<string>()
-    const queue = yield* Effect.acquireRelease(Queue.dropping<string>(1024), Queue.shutdown)
+    const queued = new Set<ImageId>()
+    const queue = yield* Effect.acquireRelease(Queue.dropping<ImageId>(1024), Queue.shutdown)
     const enqueue = (imageId: string) =>
       Effect.suspend(() => {
-        if (queued.has(imageId)) return Effect.void
+        // Ids from a notification or an event are decoded here: another shape names no job.
+        if (!isImageId(imageId) || queued.has(imageId)) return Effect.void
         return Queue.offer(queue, imageId).pipe(
           Effect.tap((accepted) =>
             Effect.sync(() => {

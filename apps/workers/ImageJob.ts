@@ -1,5 +1,5 @@
 import { Cause, type Context, Data, Effect, Either, Option } from "effect"
-import { extensionOf, type ImageJob } from "../../domain/Image.js"
+import { extensionOf, type ImageId, type ImageJob } from "../../domain/Image.js"
 import { BlobStore, type BlobStoreError } from "../../domain/ports/BlobStore.js"
 import { Codec, type ConvertError, isTransient } from "../../domain/ports/Codec.js"
 import { type DatabaseError, Transactions } from "../../domain/ports/Database.js"
@@ -61,7 +61,7 @@ const makeAttempt = (options: ImageConverterOptions, { transactions, codec, blob
   const renewEvery = Math.max(10, Math.floor(options.leaseMs / 3))
 
   /** Renews the lease until interrupted; fails with LeaseLost once it is no longer ours. */
-  const keepLease = (imageId: string) =>
+  const keepLease = (imageId: ImageId) =>
     Effect.gen(function* () {
       while (true) {
         yield* Effect.sleep(renewEvery)
@@ -75,7 +75,7 @@ const makeAttempt = (options: ImageConverterOptions, { transactions, codec, blob
       }
     })
 
-  const stillHeld = (imageId: string) =>
+  const stillHeld = (imageId: ImageId) =>
     jobs
       .renewLease(imageId, options.workerId, options.leaseMs)
       .pipe(Effect.flatMap((held) => (held ? Effect.void : Effect.fail(new LeaseLost()))))
@@ -129,7 +129,7 @@ const makeAttempt = (options: ImageConverterOptions, { transactions, codec, blob
 
 /** How a job ends: failed for good, retried later, its private source dropped. */
 const makeOutcomes = (options: ImageConverterOptions, { transactions, blobs, images, jobs }: JobDeps) => {
-  const fail = (imageId: string, reason: string) =>
+  const fail = (imageId: ImageId, reason: string) =>
     transactions
       .withTransaction(jobs.markFailed(imageId, reason))
       .pipe(
@@ -154,7 +154,7 @@ const makeOutcomes = (options: ImageConverterOptions, { transactions, blobs, ima
   }
 
   /** A private source is deleted once its conversion has ended (or the image is gone). */
-  const dropSource = (imageId: string, key: string) => Effect.zipRight(blobs.remove(key), jobs.sourceRemoved(imageId))
+  const dropSource = (imageId: ImageId, key: string) => Effect.zipRight(blobs.remove(key), jobs.sourceRemoved(imageId))
 
   /** Right after a job ends, so that the source is kept no longer than needed; the sweep retries. */
   const dropSourceIfDone = (job: ImageJob) =>
@@ -221,7 +221,7 @@ export const makeJobProcessor = (options: ImageConverterOptions) =>
         }
       })
 
-    const processJob = (imageId: string) =>
+    const processJob = (imageId: ImageId) =>
       Effect.gen(function* () {
         const claimed = yield* jobs.claim(imageId, options.workerId, options.leaseMs)
         if (Option.isNone(claimed)) return

@@ -1,5 +1,5 @@
 import { Context, type Effect, type Option } from "effect"
-import type { Account, AccountNotFound, IssuedKey, KeyNotFound, Principal, RevokedKey } from "../Account.js"
+import type { Account, AccountNotFound, ApiKeyId, IssuedKey, KeyNotFound, Principal, RevokedKey } from "../Account.js"
 import type { Scope } from "../Scope.js"
 import type { DatabaseError } from "./Database.js"
 
@@ -22,7 +22,7 @@ export interface AccountRepoShape {
     readonly unmetered: boolean
   }) => Effect.Effect<IssuedKey, AccountNotFound | DatabaseError>
   /** Revokes a key at once, in every process; revoking it again keeps the first time. */
-  readonly revokeKey: (id: string) => Effect.Effect<RevokedKey, KeyNotFound | DatabaseError>
+  readonly revokeKey: (id: ApiKeyId) => Effect.Effect<RevokedKey, KeyNotFound | DatabaseError>
   /** The principal of a valid (well-formed, known, unrevoked) key; None for any other token. */
   readonly authenticate: (token: string) => Effect.Effect<Option.Option<Principal>>
 }

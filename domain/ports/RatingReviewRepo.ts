@@ -1,5 +1,5 @@
 import { Context, type Effect, type Option } from "effect"
-import type { DeclaredRating, Image, RatingReview } from "../Image.js"
+import type { DeclaredRating, Image, ImageId, RatingReview, RatingReviewId } from "../Image.js"
 
 export interface RatingReviewRepoShape {
   /**
@@ -8,11 +8,11 @@ export interface RatingReviewRepoShape {
    */
   readonly request: (image: Image, requested: DeclaredRating) => Effect.Effect<Image>
   /** A declaration that applies at once supersedes a pending review of the same image. */
-  readonly closePending: (imageId: string) => Effect.Effect<void>
+  readonly closePending: (imageId: ImageId) => Effect.Effect<void>
   /** Pending reviews of images not deleted, oldest first. */
   readonly pending: () => Effect.Effect<ReadonlyArray<RatingReview>>
   /** The review, locked; None when there is none. */
-  readonly findForUpdate: (id: string) => Effect.Effect<Option.Option<RatingReview>>
+  readonly findForUpdate: (id: RatingReviewId) => Effect.Effect<Option.Option<RatingReview>>
   /**
    * Decides a pending review: approval applies the requested rating (source operator),
    * rejection leaves the effective rating as it is. Both emit image.rating_review_decided.

@@ -49,6 +49,97 @@ const childCommand = (nice: number) => nicedNodeCommand(entry, nice, 512)
 
 const fail = (message: string, cause?: unknown) => new ClassifierError({ message: `nsfwjs: ${message}`, cause })
 
+/**
+ * Starts the child and waits for its model to load; `onLoaded` hears of the child before the
+ * answer, so the caller holds it even if interrupted right after. Interruption kills it.
+ */
+const spawnModelProcess = (options: NsfwjsOptions, onLoaded: (c: ChildProcess) => void) =>
+  Effect.async<ChildProcess, ClassifierError>((resume) => {
+    const [command, args] = childCommand(options.nice)
+    const c = spawn(command, args, {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      serialization: "advanced",
+      env: { ...process.env, NSFWJS_MODEL: options.model, UV_THREADPOOL_SIZE: "2", VIPS_WARNING: "0" }
+    })
+    const done = (result: Effect.Effect<ChildProcess, ClassifierError>) => {
+      clearTimeout(timer)
+      c.off("message", onMessage).off("exit", onExit).off("error", onError)
+      resume(result)
+    }
+    const unavailable = (why: string) => {
+      c.kill("SIGKILL")
+      done(Effect.fail(fail(why)))
+    }
+    const onMessage = (m: StartMessage) => {
+      if (m.type === "failed") return unavailable(`the model did not load: ${m.message}`)
+      onLoaded(c)
+      done(
+        Effect.as(
+          Effect.logInfo(
+            `image classifier: nsfwjs ${options.model} on TensorFlow.js ${m.backend} loaded in ${m.loadMs} ms ` +
+              `(child process at nice ${options.nice})`
+          ),
+          c
+        )
+      )
+    }
+    const onExit = (code: number | null, signal: string | null) =>
+      unavailable(`the classifier process exited at start (${signal ?? code})`)
+    const onError = (e: Error) => unavailable(`the classifier process could not start: ${e.message}`)
+    const timer = setTimeout(
+      () => unavailable(`the model did not load within ${options.startTimeoutSeconds} s`),
+      options.startTimeoutSeconds * 1000
+    )
+    c.on("message", onMessage).on("exit", onExit).on("error", onError)
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      c.kill("SIGKILL")
+    })
+  })
+
+/**
+ * One image to the child and its answer, under the time guard. `onBroken` hears of a child
+ * that died, timed out, could not take the image or was left mid-inference by interruption.
+ */
+const askModelProcess = (c: ChildProcess, request: ClassifyRequest, timeoutSeconds: number, onBroken: () => void) =>
+  Effect.async<Extract<ClassifyReply, { ok: true }>, ClassifierError>((resume) => {
+    let settled = false
+    const settle = (result: Effect.Effect<Extract<ClassifyReply, { ok: true }>, ClassifierError>) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      c.off("message", onMessage).off("exit", onExit)
+      resume(result)
+    }
+    const onMessage = (m: ClassifyReply) => {
+      if (typeof m !== "object" || m === null || m.id !== request.id) return
+      settle(m.ok ? Effect.succeed(m) : Effect.fail(fail(`the image could not be classified: ${m.message}`)))
+    }
+    const onExit = (code: number | null, signal: string | null) => {
+      onBroken()
+      settle(Effect.fail(fail(`the classifier process died (${signal ?? code})`)))
+    }
+    const timer = setTimeout(() => {
+      onBroken()
+      settle(Effect.fail(fail(`no answer within ${timeoutSeconds} s; the classifier process was stopped`)))
+    }, timeoutSeconds * 1000)
+    c.on("message", onMessage).on("exit", onExit)
+    c.send(request, (e) => {
+      if (e) {
+        onBroken()
+        settle(Effect.fail(fail(`could not hand the image to the classifier process: ${e.message}`)))
+      }
+    })
+    // Interrupted: the answer would come for nobody; the child may be mid-inference.
+    return Effect.sync(() => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      c.off("message", onMessage).off("exit", onExit)
+      onBroken()
+    })
+  })
+
 export const makeNsfwjsClassifier = (options: NsfwjsOptions) =>
   Effect.gen(function* () {
     let child: ChildProcess | null = null
@@ -68,87 +159,14 @@ export const makeNsfwjsClassifier = (options: NsfwjsOptions) =>
     const start: Effect.Effect<ChildProcess, ClassifierError> = Effect.suspend(() => {
       if (alive(child)) return Effect.succeed(child)
       stop()
-      return Effect.async<ChildProcess, ClassifierError>((resume) => {
-        const [command, args] = childCommand(options.nice)
-        const c = spawn(command, args, {
-          stdio: ["ignore", "inherit", "inherit", "ipc"],
-          serialization: "advanced",
-          env: { ...process.env, NSFWJS_MODEL: options.model, UV_THREADPOOL_SIZE: "2", VIPS_WARNING: "0" }
-        })
-        const done = (result: Effect.Effect<ChildProcess, ClassifierError>) => {
-          clearTimeout(timer)
-          c.off("message", onMessage).off("exit", onExit).off("error", onError)
-          resume(result)
-        }
-        const unavailable = (why: string) => {
-          c.kill("SIGKILL")
-          done(Effect.fail(fail(why)))
-        }
-        const onMessage = (m: StartMessage) => {
-          if (m.type === "failed") return unavailable(`the model did not load: ${m.message}`)
-          child = c
-          done(
-            Effect.as(
-              Effect.logInfo(
-                `image classifier: nsfwjs ${options.model} on TensorFlow.js ${m.backend} loaded in ${m.loadMs} ms ` +
-                  `(child process at nice ${options.nice})`
-              ),
-              c
-            )
-          )
-        }
-        const onExit = (code: number | null, signal: string | null) =>
-          unavailable(`the classifier process exited at start (${signal ?? code})`)
-        const onError = (e: Error) => unavailable(`the classifier process could not start: ${e.message}`)
-        const timer = setTimeout(
-          () => unavailable(`the model did not load within ${options.startTimeoutSeconds} s`),
-          options.startTimeoutSeconds * 1000
-        )
-        c.on("message", onMessage).on("exit", onExit).on("error", onError)
-        return Effect.sync(() => {
-          clearTimeout(timer)
-          c.kill("SIGKILL")
-        })
+      return spawnModelProcess(options, (c) => {
+        child = c
       })
     })
 
     const ask = (c: ChildProcess, request: ClassifyRequest) =>
-      Effect.async<Extract<ClassifyReply, { ok: true }>, ClassifierError>((resume) => {
-        let settled = false
-        const settle = (result: Effect.Effect<Extract<ClassifyReply, { ok: true }>, ClassifierError>) => {
-          if (settled) return
-          settled = true
-          clearTimeout(timer)
-          c.off("message", onMessage).off("exit", onExit)
-          resume(result)
-        }
-        const onMessage = (m: ClassifyReply) => {
-          if (typeof m !== "object" || m === null || m.id !== request.id) return
-          settle(m.ok ? Effect.succeed(m) : Effect.fail(fail(`the image could not be classified: ${m.message}`)))
-        }
-        const onExit = (code: number | null, signal: string | null) => {
-          if (child === c) child = null
-          settle(Effect.fail(fail(`the classifier process died (${signal ?? code})`)))
-        }
-        const timer = setTimeout(() => {
-          if (child === c) stop()
-          settle(Effect.fail(fail(`no answer within ${options.timeoutSeconds} s; the classifier process was stopped`)))
-        }, options.timeoutSeconds * 1000)
-        c.on("message", onMessage).on("exit", onExit)
-        c.send(request, (e) => {
-          if (e) {
-            if (child === c) stop()
-            settle(Effect.fail(fail(`could not hand the image to the classifier process: ${e.message}`)))
-          }
-        })
-        // Interrupted: the answer would come for nobody; the child may be mid-inference.
-        return Effect.sync(() => {
-          if (settled) return
-          settled = true
-          clearTimeout(timer)
-          c.off("message", onMessage).off("exit", onExit)
-          if (child === c) stop()
-        })
+      askModelProcess(c, request, options.timeoutSeconds, () => {
+        if (child === c) stop()
       })
 
     const recycleIfBloated = Effect.suspend(() => {

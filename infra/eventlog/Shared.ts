@@ -1,4 +1,4 @@
-import { Cause, Data, Duration, Effect, Either, Schema } from "effect"
+import { Cause, Data, Effect, Either, Schema } from "effect"
 import type { Batch, LogRecord, PartitionOffset, StartAt } from "../../domain/EventLog.js"
 
 /** Partitions per topic, in both adapters. */
@@ -19,10 +19,6 @@ export const partitionOf = (key: string, partitions = PARTITIONS): number => {
   }
   return (h >>> 0) % partitions
 }
-
-/** Exponential back-off after the n-th consecutive failure (n >= 1), capped at 5 s. */
-export const backoff = (failures: number): Duration.Duration =>
-  Duration.millis(Math.min(5000, 100 * 2 ** Math.min(failures - 1, 10)))
 
 /** A handler failed (or died): the batch is delivered again. */
 export class HandlerFailed extends Data.TaggedError("HandlerFailed")<{ readonly cause: Cause.Cause<unknown> }> {}

@@ -1,9 +1,17 @@
 import { createHash, timingSafeEqual } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option, Schedule, Stream } from "effect"
-import { AccountId, AccountNotFound, API_KEY_FORMAT, KeyNotFound, type Principal } from "../../domain/Account.js"
+import {
+  AccountId,
+  AccountNotFound,
+  API_KEY_FORMAT,
+  ApiKeyId,
+  KeyNotFound,
+  type Principal
+} from "../../domain/Account.js"
 import { AccountRepo } from "../../domain/ports/AccountRepo.js"
 import type { Scope } from "../../domain/Scope.js"
+import { BoundedCache } from "../BoundedCache.js"
 import { newId, randomBase62 } from "../Ids.js"
 
 // Only the SHA-256 of a key's secret is stored, and it is compared in constant time.
@@ -22,7 +30,7 @@ interface Cached {
 const make = (options: { readonly cache: boolean }) =>
   Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
-    const cache = new Map<string, Cached>()
+    const cache = new BoundedCache<string, Cached>({ maxWeight: CACHE_MAX })
 
     if (options.cache) {
       // Revocations (and plan changes, for each key of the account) reach every API process
@@ -70,14 +78,14 @@ const make = (options: { readonly cache: boolean }) =>
         if (account.length === 0) return yield* new AccountNotFound({ id: input.accountId })
         const idPart = randomBase62(22)
         const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")
-        const id = `key_${idPart}`
+        const id = ApiKeyId.make(`key_${idPart}`)
         yield* sql`
         INSERT INTO api_keys (id, account_id, secret_hash, scopes, unmetered)
         VALUES (${id}, ${input.accountId}, ${sha256(secret)}, string_to_array(${input.scopes.join(",")}, ','), ${input.unmetered})`
         return { id, key: `sk_${idPart}_${secret}`, scopes: input.scopes, unmetered: input.unmetered }
       })
 
-    const revokeKey = (id: string) =>
+    const revokeKey = (id: ApiKeyId) =>
       Effect.gen(function* () {
         const rows = yield* sql`
         UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${id} RETURNING id, revoked_at`
@@ -91,7 +99,7 @@ const make = (options: { readonly cache: boolean }) =>
       const match = API_KEY_FORMAT.exec(token)
       if (match === null) return Effect.succeedNone
       const [, idPart, secret] = match
-      const keyId = `key_${idPart}`
+      const keyId = ApiKeyId.make(`key_${idPart}`)
       const hash = sha256(secret!)
       const hit = cache.get(keyId)
       if (hit !== undefined && Date.now() - hit.at < CACHE_TTL_MS) {
@@ -117,10 +125,7 @@ const make = (options: { readonly cache: boolean }) =>
             scopes: new Set(row.scopes),
             unmetered: row.unmetered
           }
-          if (options.cache) {
-            if (cache.size >= CACHE_MAX) cache.clear()
-            cache.set(keyId, { principal, hash: row.secret_hash, at: Date.now() })
-          }
+          if (options.cache) cache.set(keyId, { principal, hash: row.secret_hash, at: Date.now() })
           return timingSafeEqual(row.secret_hash, hash) ? Option.some(principal) : Option.none()
         }),
         Effect.orDie

@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option } from "effect"
-import type { Image, ImageJob, Published } from "../../domain/Image.js"
+import { type Image, ImageId, type ImageJob, type Published } from "../../domain/Image.js"
 import { IMAGE_JOBS_CHANNEL, ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
 import { ImageRepo, type ImageRepoShape } from "../../domain/ports/ImageRepo.js"
 import { StorageRepo, type StorageRepoShape } from "../../domain/ports/StorageRepo.js"
@@ -14,7 +14,7 @@ interface DbJob {
 }
 
 const toJob = (r: DbJob): ImageJob => ({
-  imageId: r.image_id,
+  imageId: ImageId.make(r.image_id),
   sourceKey: r.source_key,
   attempts: r.attempts,
   tier: r.tier,
@@ -113,7 +113,7 @@ const make = Effect.gen(function* () {
       SELECT image_id FROM image_jobs
       WHERE not_before <= clock_timestamp() AND (lease_until IS NULL OR lease_until < clock_timestamp())
       ORDER BY not_before LIMIT ${limit}`.pipe(
-      Effect.map((rows) => rows.map((r) => r.image_id)),
+      Effect.map((rows) => rows.map((r) => ImageId.make(r.image_id))),
       Effect.orDie
     )
 
@@ -140,7 +140,7 @@ const make = Effect.gen(function* () {
   const expired = (maxAgeMs: number) =>
     sql<{ image_id: string }>`
       SELECT image_id FROM image_jobs WHERE created_at < clock_timestamp() - ${maxAgeMs} * interval '1 millisecond'`.pipe(
-      Effect.map((rows) => rows.map((r) => r.image_id)),
+      Effect.map((rows) => rows.map((r) => ImageId.make(r.image_id))),
       Effect.orDie
     )
 
@@ -148,7 +148,10 @@ const make = Effect.gen(function* () {
     sql<{ id: string; source_key: string }>`
       SELECT id, source_key FROM images
       WHERE source_key IS NOT NULL AND (status <> 'processing' OR deleted_at IS NOT NULL)
-      ORDER BY updated_at LIMIT ${limit}`.pipe(Effect.orDie)
+      ORDER BY updated_at LIMIT ${limit}`.pipe(
+      Effect.map((rows) => rows.map((r) => ({ id: ImageId.make(r.id), source_key: r.source_key }))),
+      Effect.orDie
+    )
 
   const sourceRemoved = (id: string) =>
     sql`

@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Schema } from "effect"
+import { type Context, Effect, Layer, Option, Schema } from "effect"
 import { Topics } from "../../domain/Events.js"
 import {
   CreationRating,
@@ -120,6 +120,74 @@ const SELECT = `
     SELECT requested, status FROM rating_reviews WHERE image_id = i.id ORDER BY created_at DESC, id DESC LIMIT 1
   ) r ON true`
 
+type OutboxShape = Context.Tag.Service<typeof Outbox>
+
+/** The image events, appended through their schemas (domain/ImageEventPayload.ts). */
+const makeEvents = (outbox: OutboxShape) => {
+  const emit = (type: ImageStateEventType, image: Image) =>
+    outbox.appendEvent(ImageEventPayload, Topics.images, image.id, type, image.accountId, image)
+
+  const emitReviewRequested = (image: Image, requested: DeclaredRating) =>
+    outbox.appendEvent(
+      ImageReviewRequestedPayload,
+      Topics.images,
+      image.id,
+      "image.rating_review_requested",
+      image.accountId,
+      { image, requested }
+    )
+
+  const emitReviewDecided = (image: Image, requested: DeclaredRating, decision: "approved" | "rejected") =>
+    outbox.appendEvent(
+      ImageReviewDecidedPayload,
+      Topics.images,
+      image.id,
+      "image.rating_review_decided",
+      image.accountId,
+      { image, requested, decision }
+    )
+  return { emit, emitReviewRequested, emitReviewDecided } as const
+}
+
+/** Rating changes: the new rating, its audit row (rating_changes) and image.rated. */
+const makeRatings = (
+  sql: PgClient.PgClient,
+  outbox: OutboxShape,
+  byId: (id: string) => Effect.Effect<Option.Option<Image>>
+) => {
+  const rate = (image: Image, to: DeclaredRating, source: RatingSource, actor: string) =>
+    Effect.gen(function* () {
+      if (image.rating === to && image.ratingSource === source) return image
+      yield* sql`
+        UPDATE images SET rating = ${to}, rating_source = ${source}, updated_at = clock_timestamp()
+        WHERE id = ${image.id}`.pipe(Effect.orDie)
+      yield* sql`
+        INSERT INTO rating_changes (image_id, account_id, from_rating, to_rating, source, actor)
+        VALUES (${image.id}, ${image.accountId}, ${image.rating}, ${to}, ${source}, ${actor})`.pipe(Effect.orDie)
+      const row = Option.getOrThrow(yield* byId(image.id))
+      yield* outbox.appendEvent(ImageRatedPayload, Topics.images, row.id, "image.rated", row.accountId, {
+        image: row,
+        change: { from: image.status === "processing" ? null : image.rating, to, source, actor }
+      })
+      return row
+    })
+
+  /** A rating_changes row and image.rated, like every later change. */
+  const auditDeclaration = (image: Image, actor: string) =>
+    image.ratingSource !== "owner"
+      ? Effect.void
+      : Effect.gen(function* () {
+          yield* sql`
+            INSERT INTO rating_changes (image_id, account_id, from_rating, to_rating, source, actor)
+            VALUES (${image.id}, ${image.accountId}, NULL, ${image.rating}, 'owner', ${actor})`.pipe(Effect.orDie)
+          yield* outbox.appendEvent(ImageRatedPayload, Topics.images, image.id, "image.rated", image.accountId, {
+            image,
+            change: { from: null, to: image.rating, source: "owner", actor }
+          })
+        })
+  return { rate, auditDeclaration } as const
+}
+
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const outbox = yield* Outbox
@@ -174,28 +242,7 @@ const make = Effect.gen(function* () {
         SELECT status, rating, ext, mime_type, blob_key, deleted_at IS NOT NULL AS deleted
         FROM images WHERE id = ${id}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])))
 
-  const emit = (type: ImageStateEventType, image: Image) =>
-    outbox.appendEvent(ImageEventPayload, Topics.images, image.id, type, image.accountId, image)
-
-  const emitReviewRequested = (image: Image, requested: DeclaredRating) =>
-    outbox.appendEvent(
-      ImageReviewRequestedPayload,
-      Topics.images,
-      image.id,
-      "image.rating_review_requested",
-      image.accountId,
-      { image, requested }
-    )
-
-  const emitReviewDecided = (image: Image, requested: DeclaredRating, decision: "approved" | "rejected") =>
-    outbox.appendEvent(
-      ImageReviewDecidedPayload,
-      Topics.images,
-      image.id,
-      "image.rating_review_decided",
-      image.accountId,
-      { image, requested, decision }
-    )
+  const { emit, emitReviewRequested, emitReviewDecided } = makeEvents(outbox)
 
   const softDelete = (image: Image) =>
     Effect.gen(function* () {
@@ -217,36 +264,7 @@ const make = Effect.gen(function* () {
   const blobRemoved = (id: string) =>
     sql`UPDATE images SET blob_key = NULL WHERE id = ${id} AND deleted_at IS NOT NULL`.pipe(Effect.asVoid, Effect.orDie)
 
-  const rate = (image: Image, to: DeclaredRating, source: RatingSource, actor: string) =>
-    Effect.gen(function* () {
-      if (image.rating === to && image.ratingSource === source) return image
-      yield* sql`
-        UPDATE images SET rating = ${to}, rating_source = ${source}, updated_at = clock_timestamp()
-        WHERE id = ${image.id}`.pipe(Effect.orDie)
-      yield* sql`
-        INSERT INTO rating_changes (image_id, account_id, from_rating, to_rating, source, actor)
-        VALUES (${image.id}, ${image.accountId}, ${image.rating}, ${to}, ${source}, ${actor})`.pipe(Effect.orDie)
-      const row = Option.getOrThrow(yield* byId(image.id))
-      yield* outbox.appendEvent(ImageRatedPayload, Topics.images, row.id, "image.rated", row.accountId, {
-        image: row,
-        change: { from: image.status === "processing" ? null : image.rating, to, source, actor }
-      })
-      return row
-    })
-
-  /** A rating_changes row and image.rated, like every later change. */
-  const auditDeclaration = (image: Image, actor: string) =>
-    image.ratingSource !== "owner"
-      ? Effect.void
-      : Effect.gen(function* () {
-          yield* sql`
-            INSERT INTO rating_changes (image_id, account_id, from_rating, to_rating, source, actor)
-            VALUES (${image.id}, ${image.accountId}, NULL, ${image.rating}, 'owner', ${actor})`.pipe(Effect.orDie)
-          yield* outbox.appendEvent(ImageRatedPayload, Topics.images, image.id, "image.rated", image.accountId, {
-            image,
-            change: { from: null, to: image.rating, source: "owner", actor }
-          })
-        })
+  const { rate, auditDeclaration } = makeRatings(sql, outbox, byId)
 
   return ImageRepo.of({
     insert,

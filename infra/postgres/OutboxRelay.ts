@@ -1,7 +1,8 @@
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Exit, Layer, Queue, Schedule } from "effect"
+import { Duration, Effect, Layer, Queue, Schedule } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
-import { backoff, POLL_INTERVAL_MS } from "../eventlog/Shared.js"
+import { retryWithBackoff } from "../eventlog/Backoff.js"
+import { POLL_INTERVAL_MS } from "../eventlog/Shared.js"
 import { listenInBackground } from "./Listen.js"
 
 /** The advisory lock that makes one relay at a time publish (so the log gets the outbox order). */
@@ -47,26 +48,13 @@ const make = Effect.gen(function* () {
     Effect.asVoid
   )
 
-  const loop = Effect.gen(function* () {
-    let failures = 0
-    while (true) {
-      const exit = yield* Effect.exit(relayBatch)
-      if (Exit.isSuccess(exit)) {
-        failures = 0
-        // A full batch: there may be more at once.
-        if (exit.value !== BATCH) yield* waitForWork
-      } else if (Exit.isInterrupted(exit)) {
-        return yield* exit
-      } else {
-        failures++
-        yield* Effect.logWarning(
-          `outbox relay: publish failed (attempt ${failures}); rows stay unpublished`,
-          exit.cause
-        )
-        yield* Effect.sleep(backoff(failures))
-      }
-    }
-  })
+  // A full batch: there may be more at once.
+  const step = Effect.flatMap(relayBatch, (relayed) => (relayed === BATCH ? Effect.void : waitForWork))
+  const loop = Effect.forever(
+    retryWithBackoff(step, (cause, attempt) =>
+      Effect.logWarning(`outbox relay: publish failed (attempt ${attempt}); rows stay unpublished`, cause)
+    )
+  )
   yield* Effect.forkScoped(loop)
 
   yield* sql`DELETE FROM outbox WHERE published_at < now() - make_interval(days => ${RETENTION_DAYS})`.pipe(

@@ -1,6 +1,14 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option } from "effect"
-import type { DeclaredRating, Image, RatingReview, ReviewStatus } from "../../domain/Image.js"
+import { AccountId } from "../../domain/Account.js"
+import {
+  type DeclaredRating,
+  type Image,
+  ImageId,
+  type RatingReview,
+  RatingReviewId,
+  type ReviewStatus
+} from "../../domain/Image.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import { RatingReviewRepo } from "../../domain/ports/RatingReviewRepo.js"
 import { newId } from "../Ids.js"
@@ -17,9 +25,9 @@ interface DbReview {
 }
 
 const toReview = (r: DbReview): RatingReview => ({
-  id: r.id,
-  imageId: r.image_id,
-  accountId: r.account_id,
+  id: RatingReviewId.make(r.id),
+  imageId: ImageId.make(r.image_id),
+  accountId: AccountId.make(r.account_id),
   requested: r.requested,
   currentRating: r.current_rating,
   status: r.status,
@@ -32,7 +40,7 @@ const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const images = yield* ImageRepo
 
-  const closePending = (imageId: string) =>
+  const closePending = (imageId: ImageId) =>
     sql`
       UPDATE rating_reviews SET status = 'rejected', decided_at = clock_timestamp()
       WHERE image_id = ${imageId} AND status = 'pending'`.pipe(Effect.asVoid, Effect.orDie)
@@ -57,7 +65,7 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
-  const findForUpdate = (id: string) =>
+  const findForUpdate = (id: RatingReviewId) =>
     sql<DbReview>`SELECT * FROM rating_reviews WHERE id = ${id} FOR UPDATE`.pipe(
       Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toReview)),
       Effect.orDie

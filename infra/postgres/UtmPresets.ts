@@ -1,8 +1,9 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Option } from "effect"
+import { AccountId } from "../../domain/Account.js"
 import { UtmPresetRepo } from "../../domain/ports/UtmPresetRepo.js"
-import type { UtmPresetChanges, UtmPresetRecord, UtmPresetRow } from "../../domain/UtmPreset.js"
+import { type UtmPresetChanges, UtmPresetId, type UtmPresetRecord, type UtmPresetRow } from "../../domain/UtmPreset.js"
 
 interface DbUtmPreset {
   seq: string
@@ -16,8 +17,8 @@ interface DbUtmPreset {
 
 const toRow = (r: DbUtmPreset): UtmPresetRecord => ({
   seq: BigInt(r.seq),
-  id: r.id,
-  accountId: r.account_id,
+  id: UtmPresetId.make(r.id),
+  accountId: AccountId.make(r.account_id),
   name: r.name,
   utm: r.utm,
   createdAt: r.created_at,
@@ -43,13 +44,13 @@ const make = Effect.gen(function* () {
       ON CONFLICT (account_id, name) DO NOTHING
       RETURNING *`.pipe(Effect.map(first), Effect.orDie)
 
-  const find = (accountId: string, id: string) =>
+  const find = (accountId: AccountId, id: UtmPresetId) =>
     sql<DbUtmPreset>`SELECT * FROM utm_presets WHERE id = ${id} AND account_id = ${accountId}`.pipe(
       Effect.map(first),
       Effect.orDie
     )
 
-  const findForUpdate = (accountId: string, id: string) =>
+  const findForUpdate = (accountId: AccountId, id: UtmPresetId) =>
     sql<DbUtmPreset>`SELECT * FROM utm_presets WHERE id = ${id} AND account_id = ${accountId} FOR UPDATE`.pipe(
       Effect.map(first),
       Effect.orDie
@@ -75,7 +76,7 @@ const make = Effect.gen(function* () {
       )
   }
 
-  const remove = (accountId: string, id: string) =>
+  const remove = (accountId: AccountId, id: UtmPresetId) =>
     sql<DbUtmPreset>`DELETE FROM utm_presets WHERE id = ${id} AND account_id = ${accountId} RETURNING *`.pipe(
       Effect.map(first),
       Effect.orDie

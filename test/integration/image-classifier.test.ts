@@ -275,7 +275,7 @@ const publish = (
           ext
         })
         const ready = Option.getOrThrow(
-          yield* jobs.markReady(id, {
+          yield* jobs.markReady(ImageId.make(id), {
             mimeType,
             ext,
             blobKey: key,

@@ -194,7 +194,7 @@ const upload = (
             mimeType,
             ext: mimeType.split("/")[1]!
           })
-          yield* jobs.insert(id)
+          yield* jobs.insert(ImageId.make(id))
           if (o.beforeCommit) yield* o.beforeCommit(id)
           yield* images.emit("image.uploaded", Option.getOrThrow(row))
         })
@@ -331,7 +331,7 @@ describe("conversion worker", () => {
     const committed = Date.now()
     const id = await upload(rt, accountId, await pngWithAlpha(), {
       beforeCommit: (id) =>
-        Effect.flatMap(ImageJobRepo, (jobs) => jobs.claim(id, "crashed-worker", leaseMs)).pipe(
+        Effect.flatMap(ImageJobRepo, (jobs) => jobs.claim(ImageId.make(id), "crashed-worker", leaseMs)).pipe(
           Effect.tap((job) => (Option.isNone(job) ? Effect.die("the crashed worker's claim failed") : Effect.void))
         )
     })

@@ -223,7 +223,7 @@ const listAll = async (key: string, limit = 100) => {
 
 const markReady = (id: string, bytes = 1234) =>
   t.withImages(({ jobs }) =>
-    jobs.markReady(id, {
+    jobs.markReady(ImageId.make(id), {
       mimeType: "image/webp",
       ext: "webp",
       blobKey: `test/${id}`,
@@ -594,7 +594,7 @@ describe("scopes and ownership", () => {
           mimeType: "image/jpeg",
           ext: "jpg"
         })
-        yield* jobs.markReady(id, {
+        yield* jobs.markReady(ImageId.make(id), {
           mimeType: "image/jpeg",
           ext: "jpg",
           blobKey: `legacy/${id}.jpg`,
@@ -715,7 +715,7 @@ describe("PATCH /images/{id}/rating", () => {
 
   it("answers 409 image_failed for an image whose conversion failed", async () => {
     const image = expectEnvelope(await uploadRaw(png, "image/png"), 202)
-    await t.withImages(({ jobs }) => jobs.markFailed(image.id, "corrupt image data"))
+    await t.withImages(({ jobs }) => jobs.markFailed(ImageId.make(image.id), "corrupt image data"))
     const failed = expectEnvelope(await get(`/images/${image.id}`), 200)
     expect(failed.status).toBe("failed")
     expect(failed.failure).toBe("corrupt image data")

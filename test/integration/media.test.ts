@@ -103,7 +103,7 @@ const readyImage = async (color = "#3366cc") => {
   await tx(
     Effect.gen(function* () {
       yield* Effect.orDie((yield* BlobStore).put(blobKey, bytes, "image/webp"))
-      yield* (yield* ImageJobRepo).markReady(id, {
+      yield* (yield* ImageJobRepo).markReady(ImageId.make(id), {
         mimeType: "image/webp",
         ext: "webp",
         blobKey,
@@ -296,7 +296,7 @@ describe.each(["uws", "node"] as const)("media host on the %s engine", (engine) 
 
   it("a failed image, an unknown id and a wrong extension answer 404 without the rating header", async () => {
     const failed = await processingImage()
-    await tx(Effect.flatMap(ImageJobRepo, (jobs) => jobs.markFailed(failed, "not an image")))
+    await tx(Effect.flatMap(ImageJobRepo, (jobs) => jobs.markFailed(ImageId.make(failed), "not an image")))
     const { id } = await readyImage()
     for (const p of [`/${failed}.webp`, `/${randomBase62(7)}.webp`, `/${id}.png`, `/${id}.WEBP`, `/${id}.jpg`]) {
       const r = await hit(`${m.base}${p}`)

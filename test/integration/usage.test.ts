@@ -1,5 +1,6 @@
 import sharp from "sharp"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ImageId } from "../../domain/Image.js"
 import { DEFAULT_PLANS } from "../../domain/Plan.js"
 import { call, idem, startTestApi, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError } from "../support/http.js"
@@ -122,7 +123,7 @@ describe("GET /usage", () => {
     const image = await upload(account.key, bigger)
     const partnerImage = await upload(partner, png)
     await t.withImages(({ jobs }) =>
-      jobs.markReady(image.id, {
+      jobs.markReady(ImageId.make(image.id), {
         mimeType: "image/webp",
         ext: "webp",
         blobKey: `test/${image.id}`,

@@ -8,6 +8,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
 import { ApiHttpLive } from "../../apps/api/Live.js"
 import { ClickProjectorLive } from "../../apps/workers/ClickProjector.js"
+import type { ApiKeyId } from "../../domain/Account.js"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import type { PlanLimits } from "../../domain/Plan.js"
 import { AccountRepo } from "../../domain/ports/AccountRepo.js"
@@ -45,7 +46,7 @@ export interface TestApi {
   ) => Promise<string>
   /** Moves an account to another plan (no check against the plan table: that is the CLI's). */
   readonly setPlan: (accountId: string, plan: string) => Promise<void>
-  readonly revokeKey: (keyId: string) => Promise<void>
+  readonly revokeKey: (keyId: ApiKeyId) => Promise<void>
   /** Runs an effect against the image repositories of the test API's database (e.g. to mark an image ready). */
   readonly withImages: <A, E>(f: (repos: ImageRepos) => Effect.Effect<A, E>) => Promise<A>
   /** Publishes to the embedded event log (only with `clickProjector: true`). */
@@ -60,7 +61,7 @@ export interface ImageRepos {
 
 export interface TestAccount {
   readonly accountId: string
-  readonly keyId: string
+  readonly keyId: ApiKeyId
   readonly key: string
 }
 

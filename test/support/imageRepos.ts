@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import type { DeclaredRating, Image, RatingReview } from "../../domain/Image.js"
+import { type DeclaredRating, type Image, type RatingReview, RatingReviewId } from "../../domain/Image.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import { RatingReviewRepo } from "../../domain/ports/RatingReviewRepo.js"
 import { storageOf, type World } from "./imageWorld.js"
@@ -144,7 +144,7 @@ export const makeReviewRepo = (world: World) => {
         for (const r of world.db.reviews.values()) {
           if (r.imageId === image.id && r.status === "pending") world.db.reviews.delete(r.id)
         }
-        const id = `rev_${world.db.reviews.size + 1}_${image.id}`
+        const id = RatingReviewId.make(`rev_${world.db.reviews.size + 1}x${image.id.replace(/[^0-9A-Za-z]/g, "")}`)
         world.db.reviews.set(id, {
           id,
           imageId: image.id,

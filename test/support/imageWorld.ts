@@ -1,5 +1,5 @@
 import { Effect, Either } from "effect"
-import { AccountId, type Principal } from "../../domain/Account.js"
+import { AccountId, ApiKeyId, type Principal } from "../../domain/Account.js"
 import type { AbuseReport, Image, RatingReview, StorageUsage } from "../../domain/Image.js"
 import type { ImageInfo } from "../../domain/ports/Codec.js"
 import type { FetchError, FetchedResponse } from "../../domain/ports/SafeFetcher.js"
@@ -68,7 +68,7 @@ export const INFO: ImageInfo = {
 }
 
 export const principal = (overrides: Partial<Principal> = {}): Principal => ({
-  keyId: "key_1",
+  keyId: ApiKeyId.make("key_1"),
   accountId: AccountId.make("acct_1"),
   plan: "free",
   scopes: new Set(["images:read", "images:write"]),

@@ -1,5 +1,5 @@
 import { Chunk, Clock, Effect, Either, Layer, Option, Schema, Stream } from "effect"
-import { AccountId, type Principal } from "../../domain/Account.js"
+import { AccountId, ApiKeyId, type Principal } from "../../domain/Account.js"
 import { type Link, type LinkFilter, LinkRecord, type LinkSearch } from "../../domain/Link.js"
 import { LinkRepo } from "../../domain/ports/LinkRepo.js"
 import { Outbox, type OutboxEvent } from "../../domain/ports/Outbox.js"
@@ -24,7 +24,7 @@ export interface MemoryState {
 
 /** A principal of the given account (plan free, metered unless told). */
 export const principal = (accountId: string, options: Partial<Principal> = {}): Principal => ({
-  keyId: `key_${accountId}`,
+  keyId: ApiKeyId.make(`key_${accountId.replace(/[^0-9A-Za-z]/g, "")}`),
   accountId: AccountId.make(accountId),
   plan: "free",
   scopes: new Set(["links:read", "links:write"]),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { AccountId } from "../../domain/Account.js"
+import { AccountId, ApiKeyId } from "../../domain/Account.js"
 import { ImageFailed, InvalidInput, NotFound, QuotaExceeded, UnsupportedContent } from "../../domain/Errors.js"
 import { usagePeriod } from "../../domain/Plan.js"
 import { CORRUPT_PNG, emptyWorld, PNG, principal, upload, withImages } from "../support/imagePorts.js"
@@ -8,7 +8,7 @@ import { CORRUPT_PNG, emptyWorld, PNG, principal, upload, withImages } from "../
 // The Images service over in-memory ports: each rule of the use cases, by name.
 
 const owner = principal()
-const stranger = principal({ accountId: AccountId.make("acct_2"), keyId: "key_2" })
+const stranger = principal({ accountId: AccountId.make("acct_2"), keyId: ApiKeyId.make("key_2") })
 
 describe("Images.upload", () => {
   it.effect("a supported image becomes a processing image with its private source, its job and image.uploaded", () =>
@@ -135,7 +135,7 @@ describe("Images.upload", () => {
   it.effect("an Unmetered Partner Key skips both quotas and its bytes count apart", () =>
     Effect.gen(function* () {
       const world = emptyWorld()
-      const partner = principal({ keyId: "key_p", unmetered: true })
+      const partner = principal({ keyId: ApiKeyId.make("key_p"), unmetered: true })
       const plans = { free: { image_uploads_per_month: 0, storage_bytes: 0 } }
       yield* withImages(world, (images) => images.upload(partner, upload(PNG), undefined), plans)
       const row = yield* withImages(world, (images) => images.upload(partner, upload(PNG), undefined), plans)

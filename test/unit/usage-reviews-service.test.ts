@@ -3,6 +3,7 @@ import { Effect, Layer, Option } from "effect"
 import { Images } from "../../apps/api/Images/Images.js"
 import { RatingReviews, ReviewAlreadyDecided, ReviewNotFound } from "../../apps/api/Images/RatingReviews.js"
 import { Usage } from "../../apps/api/Usage/Usage.js"
+import { ApiKeyId } from "../../domain/Account.js"
 import { usagePeriod } from "../../domain/Plan.js"
 import { emptyWorld, imagePortsLayer, PNG, principal, upload, type World } from "../support/imagePorts.js"
 
@@ -17,7 +18,7 @@ const services = (world: World) =>
 
 const raw = upload(PNG)
 const owner = principal()
-const partner = principal({ keyId: "key_p", unmetered: true })
+const partner = principal({ keyId: ApiKeyId.make("key_p"), unmetered: true })
 
 describe("Usage.get", () => {
   it.effect(

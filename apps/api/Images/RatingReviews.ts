@@ -1,5 +1,5 @@
 import { Data, Effect, Option } from "effect"
-import type { Image, RatingReview } from "../../../domain/Image.js"
+import { type Image, isRatingReviewId, type RatingReview } from "../../../domain/Image.js"
 import { AbuseReportRepo } from "../../../domain/ports/AbuseReportRepo.js"
 import { Transactions } from "../../../domain/ports/Database.js"
 import { RatingReviewRepo } from "../../../domain/ports/RatingReviewRepo.js"
@@ -46,7 +46,8 @@ export class RatingReviews extends Effect.Service<RatingReviews>()("RatingReview
     const decide = Effect.fn("RatingReviews.decide")(function* (id: string, decision: "approved" | "rejected") {
       return yield* transactions.withTransaction(
         Effect.gen(function* () {
-          const review = yield* reviews.findForUpdate(id)
+          // An id of another shape names no review and must not reach SQL.
+          const review = isRatingReviewId(id) ? yield* reviews.findForUpdate(id) : Option.none()
           if (Option.isNone(review)) {
             return yield* new ReviewNotFound({ id, message: `no rating review ${id}` })
           }

@@ -2,7 +2,7 @@ import { Effect, Option } from "effect"
 import type { Principal } from "../../../domain/Account.js"
 import { NameTaken, NotFound } from "../../../domain/Errors.js"
 import { UtmPresetRepo } from "../../../domain/ports/UtmPresetRepo.js"
-import { isPresetId, type UtmPresetChanges, type UtmPresetRow } from "../../../domain/UtmPreset.js"
+import { isPresetId, type UtmPresetChanges, UtmPresetId, type UtmPresetRow } from "../../../domain/UtmPreset.js"
 import { newId } from "../../../infra/Ids.js"
 
 /** What a new preset is made of: a name (already trimmed) and its UTM parameters. */
@@ -45,7 +45,7 @@ export class UtmPresets extends Effect.Service<UtmPresets>()("UtmPresets", {
 
     const create = Effect.fn("UtmPresets.create")(function* (principal: Principal, input: CreateUtmPresetInput) {
       const row = yield* presets.insert({
-        id: newId("utmp"),
+        id: UtmPresetId.make(newId("utmp")),
         accountId: principal.accountId,
         name: input.name,
         utm: input.utm
@@ -69,7 +69,7 @@ export class UtmPresets extends Effect.Service<UtmPresets>()("UtmPresets", {
       changes: UtmPresetChanges
     ) {
       const current = yield* owned(principal, id, true)
-      const row = yield* presets.update(id, changes)
+      const row = yield* presets.update(current.id, changes)
       if (Option.isNone(row)) return yield* nameTaken(changes.name ?? current.name)
       return row.value
     })
