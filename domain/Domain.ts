@@ -95,13 +95,13 @@ export const normalizeHostname = (
 ): Either.Either<string, HostnameViolation> => {
   const raw = input.trim()
   if (raw === "") return violation("not_empty", "must not be empty")
+  if (/[/\\?#@\s]/.test(raw)) {
+    return violation("valid_characters", "must be a bare host name (no scheme, path, query, credentials or spaces)")
+  }
   if (raw.includes("*")) return violation("no_wildcard", "must not be a wildcard (*)")
   if (raw.startsWith("[") || raw.includes("::")) return violation("no_ip_literal", "must not be an IP address")
   if (raw.includes(":")) return violation("no_port", "must not carry a port (give the host name alone)")
   if (raw.endsWith(".")) return violation("no_trailing_dot", "must not end with a dot")
-  if (/[/\\?#@\s]/.test(raw)) {
-    return violation("valid_characters", "must be a bare host name (no scheme, path, query, credentials or spaces)")
-  }
   const ascii = domainToASCII(raw.toLowerCase())
   if (ascii === "") return violation("valid_characters", "is not a valid (international) domain name")
   const labels = ascii.split(".")
