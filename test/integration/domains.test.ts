@@ -42,10 +42,6 @@ const publish = async (d: Domain, value = d.verification.record_value) => {
   published[d.verification.record_name] = [value]
   await dns.setTxt(published)
 }
-const unpublish = async (d: Domain) => {
-  delete published[d.verification.record_name]
-  await dns.setTxt(published)
-}
 
 describe.skipIf(dnsmasqBinary === undefined)("custom domains against a real DNS server (dnsmasq)", () => {
   beforeAll(async () => {
