@@ -263,4 +263,27 @@ describe.skipIf(dnsmasqBinary === undefined)("custom domains against a real DNS 
     const after = await call<Envelope<Link>>(`${t.api}/links/${id}`, { key: dave.key })
     expect(after.json.data.short_urls).toEqual([`http://sho.rt/${slug}`])
   })
+
+  it("plans: custom_domains counts live domains and domain_registrations_per_day the registrations (403 quota_exceeded); GET /usage shows them; unmetered keys skip both", async () => {
+    const tiny = await t.newAccount(ALL_SCOPES, { plan: "tiny" })
+    const a = await registerOk(tiny.key, host())
+    const b = await registerOk(tiny.key, host())
+    const count = expectError(await register(tiny.key, host()), 403, "quota_exceeded")
+    expect(count.detail).toBe("custom_domains: 2 of 2 used")
+    const usage = await call<Envelope<{ domains: { used: number; limit: number | null } }>>(`${t.api}/usage`, {
+      key: tiny.key
+    })
+    expect(usage.json.data.domains).toEqual({ used: 2, limit: 2 })
+    await disable(tiny.key, a.id)
+    await registerOk(tiny.key, host())
+    await disable(tiny.key, b.id)
+    const rate = expectError(await register(tiny.key, host()), 403, "quota_exceeded")
+    expect(rate.detail).toBe("domain_registrations_per_day: 3 of 3 used")
+    const partner = await t.newKey(tiny.accountId, ["domains:write", "domains:read"], { unmetered: true })
+    await registerOk(partner, host())
+    const partnerUsage = await call<Envelope<{ domains: { used: number; limit: number | null } }>>(`${t.api}/usage`, {
+      key: partner
+    })
+    expect(partnerUsage.json.data.domains).toEqual({ used: 2, limit: null })
+  })
 })
