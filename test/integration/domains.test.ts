@@ -1,3 +1,5 @@
+import { execFile } from "node:child_process"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ALL_SCOPES, call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { dnsmasqBinary, startTestDns, type TestDns } from "../support/dnsmasq.js"
@@ -286,4 +288,22 @@ describe.skipIf(dnsmasqBinary === undefined)("custom domains against a real DNS 
     })
     expect(partnerUsage.json.data.domains).toEqual({ used: 2, limit: null })
   })
+
+  it("the operator CLI lists an account's domains (domains list --account ID --json)", async () => {
+    const erin = await t.newAccount()
+    const d = await registerOk(erin.key, host())
+    await disable(erin.key, d.id)
+    const d2 = await registerOk(erin.key, host())
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "apps/cli/main.ts", "domains", "list", "--account", erin.accountId, "--json"],
+      { env: { ...process.env, DATABASE_URL: t.databaseUrl, LOG_LEVEL: "warn" }, timeout: 120_000 }
+    )
+    const out = JSON.parse(stdout) as { account_id: string; domains: Array<Domain> }
+    expect(out.account_id).toBe(erin.accountId)
+    expect(out.domains.map((x) => [x.id, x.state])).toEqual([
+      [d2.id, "pending"],
+      [d.id, "disabled"]
+    ])
+  }, 120_000)
 })
