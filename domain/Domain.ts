@@ -103,7 +103,8 @@ export const normalizeHostname = (
   if (raw.includes(":")) return violation("no_port", "must not carry a port (give the host name alone)")
   if (raw.endsWith(".")) return violation("no_trailing_dot", "must not end with a dot")
   // The WHATWG parser takes a name ending in a number as an IPv4 address, or refuses it.
-  if (NUMERIC_LABEL.test(raw.toLowerCase().split(".").at(-1)!)) return violation("no_ip_literal", "must not be an IP address")
+  if (NUMERIC_LABEL.test(raw.toLowerCase().split(".").at(-1)!))
+    return violation("no_ip_literal", "must not be an IP address")
   const ascii = domainToASCII(raw.toLowerCase())
   if (ascii === "") return violation("valid_characters", "is not a valid (international) domain name")
   const labels = ascii.split(".")

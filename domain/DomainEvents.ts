@@ -8,7 +8,8 @@ export const DomainEventData = Schema.Struct({
   hostname: Schema.String.annotations({ description: "Lower case, international names in xn-- form." }),
   state: Schema.Literal("pending", "verified", "disabled"),
   last_error: Schema.NullOr(Schema.String).annotations({
-    description: 'What the last failed check found ("no TXT record", "TXT present but value differs", "timeout"), or null.'
+    description:
+      'What the last failed check found ("no TXT record", "TXT present but value differs", "timeout"), or null.'
   }),
   last_checked_at: Schema.NullOr(Schema.String),
   verified_at: Schema.NullOr(Schema.String),

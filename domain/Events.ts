@@ -1,5 +1,11 @@
 import { Schema } from "effect"
-import { DomainDisabled, DomainRegistered, DomainUnverified, DomainVerificationFailed, DomainVerified } from "./DomainEvents.js"
+import {
+  DomainDisabled,
+  DomainRegistered,
+  DomainUnverified,
+  DomainVerificationFailed,
+  DomainVerified
+} from "./DomainEvents.js"
 import { envelope } from "./EventEnvelope.js"
 import { DeclaredRating, ImageStatus, Rating, RatingSource } from "./Image.js"
 

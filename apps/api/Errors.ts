@@ -104,7 +104,11 @@ export const IdempotencyRequestInProgress = define(
   notStored
 )
 export const SlugTaken = define(409, "slug_taken", "The custom slug is already in use or reserved.")
-export const DomainTaken = define(409, "domain_taken", "The hostname is already registered (and not disabled), by this account or another: one registration per hostname at a time.")
+export const DomainTaken = define(
+  409,
+  "domain_taken",
+  "The hostname is already registered (and not disabled), by this account or another: one registration per hostname at a time."
+)
 export const DomainDisabled = define(
   409,
   "domain_disabled",

@@ -61,7 +61,7 @@ export const makeRedirectHandler = (
   const byPath = table.byPath
   return (ex) => {
     // Custom domains (HostTable.ts): the canonical host passes after one header comparison.
-    if (routing !== undefined && routing.divert(ex)) return
+    if (routing?.divert(ex)) return
     const entry = byPath.get(ex.path)
     if (entry !== undefined) {
       const method = ex.method

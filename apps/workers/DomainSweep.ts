@@ -15,7 +15,10 @@ export interface DomainSweepOptions {
 
 const ms = (name: string, fallback: number, min: number) =>
   Config.integer(name).pipe(
-    Config.validate({ message: `must be a whole number of milliseconds, at least ${min}`, validation: (n) => n >= min }),
+    Config.validate({
+      message: `must be a whole number of milliseconds, at least ${min}`,
+      validation: (n) => n >= min
+    }),
     Config.withDefault(fallback)
   )
 

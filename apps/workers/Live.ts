@@ -1,7 +1,7 @@
 import { Layer } from "effect"
+import { ClassifierLive } from "../../infra/classifier/ClassifierLive.js"
 import { DnsResolverLive } from "../../infra/dns/DnsResolver.js"
 import { DomainRepoLive } from "../../infra/postgres/Domains.js"
-import { ClassifierLive } from "../../infra/classifier/ClassifierLive.js"
 import { DatabasePortsLive, ImageReposLive } from "../../infra/postgres/Layers.js"
 import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"

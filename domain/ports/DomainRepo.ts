@@ -41,7 +41,9 @@ export interface DomainRepoShape {
    * Runs `sweep` if no other process is sweeping (a transaction-scoped advisory lock), in one
    * transaction; None when another holds the lock.
    */
-  readonly whileSweeping: <A, E, R>(sweep: Effect.Effect<A, E, R>) => Effect.Effect<Option.Option<A>, E | DatabaseError, R>
+  readonly whileSweeping: <A, E, R>(
+    sweep: Effect.Effect<A, E, R>
+  ) => Effect.Effect<Option.Option<A>, E | DatabaseError, R>
   /** Verified domains last checked before `checkedBefore`, oldest check first, locked, at most `limit`. */
   readonly dueForRecheck: (checkedBefore: Date, limit: number) => Effect.Effect<ReadonlyArray<Domain>>
 }

@@ -143,7 +143,9 @@ const make = Effect.gen(function* () {
   const whileSweeping = <A, E, R>(sweep: Effect.Effect<A, E, R>) =>
     sql.withTransaction(
       Effect.gen(function* () {
-        const rows = yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${SWEEP_LOCK.toString()}::bigint) AS locked`
+        const rows = yield* sql<{
+          locked: boolean
+        }>`SELECT pg_try_advisory_xact_lock(${SWEEP_LOCK.toString()}::bigint) AS locked`
         if (rows[0]?.locked !== true) return Option.none<A>()
         return Option.some(yield* sweep)
       })

@@ -27,7 +27,9 @@ const sweepLayer = () =>
     Layer.provide(OutboxLive),
     Layer.provide(dnsResolverLayer({ servers: [dns.server], timeoutMs: 1500 })),
     Layer.provide(Plans.make()),
-    Layer.provide(AppConfig.make({ databaseUrl: Option.some(Redacted.make(api.databaseUrl)), shortBase: "http://sho.rt" })),
+    Layer.provide(
+      AppConfig.make({ databaseUrl: Option.some(Redacted.make(api.databaseUrl)), shortBase: "http://sho.rt" })
+    ),
     Layer.provideMerge(testDatabaseLayer(api.databaseUrl)),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
@@ -45,7 +47,10 @@ const verifiedDomain = async () => {
   expect(r.status, r.text).toBe(201)
   published[r.json.data.verification.record_name] = [r.json.data.verification.record_value]
   await dns.setTxt(published)
-  const v = await call<Envelope<Domain>>(`${api.api}/domains/${r.json.data.id}/verify`, { method: "POST", key: account.key })
+  const v = await call<Envelope<Domain>>(`${api.api}/domains/${r.json.data.id}/verify`, {
+    method: "POST",
+    key: account.key
+  })
   expect(v.json.data.state).toBe("verified")
   return v.json.data
 }

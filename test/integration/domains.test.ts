@@ -209,7 +209,12 @@ describe.skipIf(dnsmasqBinary === undefined)("custom domains against a real DNS 
     expect(replay.json.data).toEqual(first.json.data)
     expectError(await register(alice.key, host(), key), 409, "idempotency_key_reused")
     expectError(
-      await call(`${t.api}/domains`, { method: "POST", key: alice.key, body: { hostname: host() }, idempotencyKey: null }),
+      await call(`${t.api}/domains`, {
+        method: "POST",
+        key: alice.key,
+        body: { hostname: host() },
+        idempotencyKey: null
+      }),
       400,
       "idempotency_key_required"
     )
@@ -222,7 +227,11 @@ describe.skipIf(dnsmasqBinary === undefined)("custom domains against a real DNS 
 
   it("lists the account's domains newest first with cursor paging", async () => {
     const carol = await t.newAccount()
-    const made = [await registerOk(carol.key, host()), await registerOk(carol.key, host()), await registerOk(carol.key, host())]
+    const made = [
+      await registerOk(carol.key, host()),
+      await registerOk(carol.key, host()),
+      await registerOk(carol.key, host())
+    ]
     const p1 = await call<Page<Domain>>(`${t.api}/domains?limit=2`, { key: carol.key })
     expect(p1.json.data.map((d) => d.id)).toEqual([made[2]!.id, made[1]!.id])
     const p2 = await call<Page<Domain>>(`${t.api}/domains?limit=2&cursor=${p1.json.meta.next_cursor}`, {

@@ -1,5 +1,17 @@
 import { request } from "node:http"
-import { Context, ConfigProvider, Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted, Scope } from "effect"
+import {
+  ConfigProvider,
+  Context,
+  Effect,
+  Exit,
+  Layer,
+  Logger,
+  LogLevel,
+  ManagedRuntime,
+  Option,
+  Redacted,
+  Scope
+} from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { VerifiedHostsLive } from "../../apps/redirector/HostTable.js"
 import { NOT_FOUND_PAGE, Redirector, RedirectorLayer } from "../../apps/redirector/Redirector.js"

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { createSocket, type Socket } from "node:dgram"
+import { Resolver } from "node:dns/promises"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Resolver } from "node:dns/promises"
 import { waitFor } from "./waitFor.js"
 
 const CANDIDATES = ["/usr/sbin/dnsmasq", "/usr/bin/dnsmasq", "/sbin/dnsmasq"]

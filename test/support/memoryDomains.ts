@@ -51,7 +51,9 @@ export const memoryDomainRepo = (world: DomainWorld) =>
       Effect.sync(() => world.rows.filter((r) => r.accountId === accountId && r.createdAt > since).length),
     lockAccount: () => Effect.void,
     verifiedHostnames: (accountId: AccountId) =>
-      Effect.sync(() => world.rows.filter((r) => r.accountId === accountId && r.state === "verified").map((r) => r.hostname)),
+      Effect.sync(() =>
+        world.rows.filter((r) => r.accountId === accountId && r.state === "verified").map((r) => r.hostname)
+      ),
     findVerified: (accountId, hostname) =>
       Effect.sync(() =>
         Option.fromNullable(

@@ -10,7 +10,7 @@ import {
   proofError,
   recordName
 } from "../../../domain/Domain.js"
-import { DomainEventData, type DomainEvent, domainEventData } from "../../../domain/DomainEvents.js"
+import { type DomainEvent, DomainEventData, domainEventData } from "../../../domain/DomainEvents.js"
 import { DomainDisabled, DomainTaken, InvalidInput, NotFound, QuotaExceeded } from "../../../domain/Errors.js"
 import { Topics } from "../../../domain/Events.js"
 import { domainQuota, domainRegistrationRate, quotaDetail } from "../../../domain/Plan.js"
@@ -26,7 +26,9 @@ const DAY_MS = 86_400_000
 /** The service's own host names (lower case, no port): never registrable, nor their subdomains. */
 export const ownHostnames = (config: AppConfigShape): ReadonlyArray<string> => [
   ...new Set(
-    [config.shortBase, config.apiBase, config.imageHost].map((u) => new URL(u).hostname.toLowerCase().replace(/\.$/, ""))
+    [config.shortBase, config.apiBase, config.imageHost].map((u) =>
+      new URL(u).hostname.toLowerCase().replace(/\.$/, "")
+    )
   )
 ]
 

@@ -4,11 +4,11 @@ import type { Principal } from "../../../domain/Account.js"
 import { type LinkFilter, type Link as LinkModel, shortUrl } from "../../../domain/Link.js"
 import type { LinkOptionsChange } from "../../../domain/ports/LinkRepo.js"
 import { Api } from "../Api.js"
+import { Domains } from "../Domains/Domains.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { envelope, keysetPage } from "../Shared.js"
-import { Domains } from "../Domains/Domains.js"
 import { type ExportLinksParams, toApiLink, toApiLinkOptions, type UpdateLinkOptions } from "./Api.js"
 import { linksCsv } from "./Csv.js"
 import { Links } from "./Links.js"
@@ -38,8 +38,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
 
     /** The caller's link records: the canonical short URL, then one per verified custom domain. */
     const toApiOf = (p: Principal) => Effect.map(domains.linkBases(p), (bases) => toApiLink(links.shortBase, bases))
-    const answer = (p: Principal) => (link: LinkModel) =>
-      Effect.flatMap(toApiOf(p), (toApi) => envelope(toApi(link)))
+    const answer = (p: Principal) => (link: LinkModel) => Effect.flatMap(toApiOf(p), (toApi) => envelope(toApi(link)))
 
     return withIdempotency(
       operations,

@@ -1,12 +1,6 @@
 import { Clock, Effect, Either, Option, type Stream } from "effect"
 import type { Principal } from "../../../domain/Account.js"
-import {
-  LinkDisabled,
-  NotFound,
-  QuotaExceeded,
-  SlugTaken,
-  UrlNotAllowed
-} from "../../../domain/Errors.js"
+import { LinkDisabled, NotFound, QuotaExceeded, SlugTaken, UrlNotAllowed } from "../../../domain/Errors.js"
 import { type LinkEvent, Topics } from "../../../domain/Events.js"
 import {
   effectivePort,
