@@ -21,19 +21,21 @@ export const isDnsServer = (entry: string): boolean => {
   return isIP(address) !== 0 && (m[3] === undefined || Number(m[3]) <= 65535)
 }
 
+const serverList = (s: string): ReadonlyArray<string> =>
+  s
+    .split(",")
+    .map((e) => e.trim())
+    .filter((e) => e !== "")
+
 /** DNS_SERVERS (comma-separated `host[:port]`, default the system's) and DNS_TIMEOUT_MS (default 5000). */
 export const dnsConfig = Config.all({
+  // Validation sits before the mapping and the default: that way a failure names the variable.
   servers: Config.string("DNS_SERVERS").pipe(
-    Config.map((s) =>
-      s
-        .split(",")
-        .map((e) => e.trim())
-        .filter((e) => e !== "")
-    ),
     Config.validate({
       message: "must be a comma-separated list of IP addresses with optional ports (1.1.1.1, 127.0.0.1:5353, [::1]:53)",
-      validation: (list) => list.every(isDnsServer)
+      validation: (s) => serverList(s).every(isDnsServer)
     }),
+    Config.map(serverList),
     Config.withDefault([] as ReadonlyArray<string>)
   ),
   timeoutMs: Config.integer("DNS_TIMEOUT_MS").pipe(
