@@ -15,7 +15,12 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { VerifiedHostsLive } from "../../apps/redirector/HostTable.js"
 import { NOT_FOUND_PAGE, Redirector, RedirectorLayer } from "../../apps/redirector/Redirector.js"
+import { Domains } from "../../apps/api/Domains/Domains.js"
+import { sweepOnce } from "../../apps/workers/DomainSweep.js"
 import { AppConfig } from "../../infra/AppConfig.js"
+import { dnsResolverLayer } from "../../infra/dns/DnsResolver.js"
+import { Plans } from "../../infra/Plans.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { DomainRepoLive } from "../../infra/postgres/Domains.js"
 import { LinkRepoLive } from "../../infra/postgres/Links.js"
 import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
@@ -41,8 +46,18 @@ const hit = (port: number, path: string, host: string, method = "GET") =>
     }
   )
 
+/** The outbox relay and the log the redirector follows, and what the workers' sweep runs on. */
 const infraLayer = (databaseUrl: string) =>
-  OutboxRelayLive.pipe(
+  Layer.merge(
+    OutboxRelayLive,
+    Domains.Default.pipe(
+      Layer.provideMerge(DomainRepoLive),
+      Layer.provide(OutboxLive),
+      Layer.provide(dnsResolverLayer({ servers: [dns.server], timeoutMs: 1500 })),
+      Layer.provide(Plans.make()),
+      Layer.provide(AppConfig.make({ databaseUrl: Option.some(Redacted.make(databaseUrl)), shortBase: "http://sho.rt" }))
+    )
+  ).pipe(
     Layer.provideMerge(embeddedEventLogLayer(databaseUrl)),
     Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
   )
@@ -195,6 +210,19 @@ describe.skipIf(dnsmasqBinary === undefined)("redirects on verified custom domai
       await waitFor(async () => (await hit(port, `/${link.slug}`, d.hostname)).status === 404, { timeoutMs: 60_000 })
       console.info(`${engine}: disable-to-404 latency ${Date.now() - started} ms`)
       expect((await hit(port, `/.well-known/tls-ask?domain=${d.hostname}`, "sho.rt")).status).toBe(404)
+      expect((await hit(port, `/${link.slug}`, "sho.rt")).status).toBe(302)
+    })
+
+    it("a proof gone from DNS past the grace period (re-verification) stops the host; canonical unaffected", async () => {
+      const d = await verifiedDomain(alice)
+      const link = await createLink(alice, "https://example.com/reverify")
+      await waitFor(async () => (await hit(port, `/${link.slug}`, d.hostname)).status === 302, { timeoutMs: 60_000 })
+      delete published[d.verification.record_name]
+      await dns.setTxt(published)
+      await infra.runPromise(sweepOnce({ recheckMs: 0, graceMs: 0, sweepMs: 100, batch: 1000 }))
+      const started = Date.now()
+      await waitFor(async () => (await hit(port, `/${link.slug}`, d.hostname)).status === 404, { timeoutMs: 60_000 })
+      console.info(`${engine}: unverified-to-404 latency ${Date.now() - started} ms`)
       expect((await hit(port, `/${link.slug}`, "sho.rt")).status).toBe(302)
     })
   })
