@@ -13,16 +13,16 @@ import {
   Scope
 } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Domains } from "../../apps/api/Domains/Domains.js"
 import { VerifiedHostsLive } from "../../apps/redirector/HostTable.js"
 import { NOT_FOUND_PAGE, Redirector, RedirectorLayer } from "../../apps/redirector/Redirector.js"
-import { Domains } from "../../apps/api/Domains/Domains.js"
 import { sweepOnce } from "../../apps/workers/DomainSweep.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { dnsResolverLayer } from "../../infra/dns/DnsResolver.js"
 import { Plans } from "../../infra/Plans.js"
-import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { DomainRepoLive } from "../../infra/postgres/Domains.js"
 import { LinkRepoLive } from "../../infra/postgres/Links.js"
+import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
 import { VisitorSecretRepoLive } from "../../infra/postgres/VisitorSecrets.js"
 import { ALL_SCOPES, call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
@@ -55,7 +55,9 @@ const infraLayer = (databaseUrl: string) =>
       Layer.provide(OutboxLive),
       Layer.provide(dnsResolverLayer({ servers: [dns.server], timeoutMs: 1500 })),
       Layer.provide(Plans.make()),
-      Layer.provide(AppConfig.make({ databaseUrl: Option.some(Redacted.make(databaseUrl)), shortBase: "http://sho.rt" }))
+      Layer.provide(
+        AppConfig.make({ databaseUrl: Option.some(Redacted.make(databaseUrl)), shortBase: "http://sho.rt" })
+      )
     )
   ).pipe(
     Layer.provideMerge(embeddedEventLogLayer(databaseUrl)),
