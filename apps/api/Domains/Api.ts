@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { type Domain as DomainModel, recordName } from "../../../domain/Domain.js"
 import * as E from "../Errors.js"
 import { Authentication } from "../middleware/Authentication.js"
-import { IdempotencyKey } from "../middleware/Idempotency.js"
+import { IdempotencyKey, OutboundFetch } from "../middleware/Idempotency.js"
 import { JsonBody } from "../middleware/JsonBody.js"
 import { RequiredScope } from "../middleware/Scopes.js"
 import { Cursor, Envelope, IdPath, Limit, optional, Page } from "../Shared.js"
@@ -113,6 +113,8 @@ export class DomainsApi extends HttpApiGroup.make("domains")
       .addError(E.NotFound)
       .addError(E.DomainDisabled)
       .annotate(scope, "domains:write")
+      // A DNS lookup (up to DNS_TIMEOUT_MS) inside the transaction: bounded per process like URL imports.
+      .annotate(OutboundFetch, true)
       .annotate(
         OpenApi.Summary,
         "Look the TXT proof up in DNS now: 200 with state `verified`, or still `pending` with `last_error`"
