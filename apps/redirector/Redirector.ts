@@ -138,7 +138,8 @@ export class Redirector extends Context.Tag("Redirector")<Redirector, Redirector
 /**
  * The short host: serves {short_base}/{slug} on SHORT_PORT (0.0.0.0) from the in-memory slug
  * table, which it loads at start and keeps following; closing stops the listener, then
- * publishes the clicks still buffered. Needs AppConfig, LinkRepo, VisitorSecretRepo and EventLog.
+ * publishes the clicks still buffered. Needs AppConfig, LinkRepo, VisitorSecretRepo and EventLog;
+ * with VerifiedHosts (HostTable.ts) in its context it also serves verified custom domains.
  */
 export const RedirectorLive = Layer.scopedDiscard(make)
 
