@@ -17,8 +17,12 @@ function init(args)
   get_seconds = tonumber(os.getenv("BENCH_GET_SECONDS") or "8")
   path = os.getenv("BENCH_PATH") or "/"
   local ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
-  get_req = wrk.format("GET", path, { ["User-Agent"] = ua })
-  head_req = wrk.format("HEAD", path, { ["User-Agent"] = ua })
+  local headers = { ["User-Agent"] = ua }
+  -- BENCH_HOST: the Host header (a custom domain's phase); unset: wrk's, the address.
+  local host = os.getenv("BENCH_HOST")
+  if host ~= nil and host ~= "" then headers["Host"] = host end
+  get_req = wrk.format("GET", path, headers)
+  head_req = wrk.format("HEAD", path, headers)
 end
 
 function request()

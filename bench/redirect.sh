@@ -4,6 +4,8 @@
 #   (a) bare      a bare uWebSockets.js server answering every request with a fixed 302
 #   (b) capture   the redirector (its own process) with click capture on
 #   (c) nocapture the same redirector with CLICK_CAPTURE=off
+#   (d) custom    the capture redirector again, on a verified custom domain (Host header): its
+#                 ratio to (b) is printed (target >= 0.90); skipped without dnsmasq
 # Each phase is GET only (every request a click on (b)). Then a counting run on (b): GET for
 # all but the last 2 seconds, HEAD (a redirect that is not a click) for the rest, so that no
 # click is in flight when wrk cuts its connections and the clicks sent are known exactly; the
@@ -28,12 +30,14 @@
 # temporary DATA_DIR; the two redirectors attach to its PostgreSQL. The last line on stdout
 # is one JSON object:
 #   {"bare_rps", "capture_rps", "nocapture_rps", "capture_ratio", "nocapture_ratio",
-#    "capture_p99_ms", "clicks_sent", "clicks_counted"}
+#    "capture_p99_ms", "clicks_sent", "clicks_counted", "custom_ratio" (null when skipped)}
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect.sh
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
+# shellcheck source=bench/custom-domain.sh
+. bench/custom-domain.sh
 ensure_wrk
 command -v curl >/dev/null 2>&1 || die "curl is required"
 [ -d node_modules/tsx ] || die "node_modules is missing: run npm install first"
@@ -62,6 +66,7 @@ cleanup() {
   stop_pid "$CAP_PID" 30
   stop_pid "$NOCAP_PID" 30
   stop_pid "$ALL_PID" 60
+  stop_pid "$DNSMASQ_PID" 5
   stop_embedded_postgres "$DATA_DIR_BENCH"
   if [ "$status" -ne 0 ]; then
     for f in all.log bare.log capture.log nocapture.log; do
@@ -86,6 +91,7 @@ API=http://127.0.0.1:$API_PORT
 unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL
 export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT LOG_LEVEL=Warn
 export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
+custom_domain_dns
 
 log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase (warm-up ${WARMUP}s)"
 
@@ -96,7 +102,7 @@ wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
 log "bench: service up after $(($(date +%s) - start))s (embedded engines in $DATA_DIR)"
 
 ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
-API_KEY=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes links:read,links:write,analytics:read --json |
+API_KEY=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes links:read,links:write,analytics:read,domains:read,domains:write --json |
   tail -n 1 | json_field key) || die "cli keys create failed"
 
 new_link() {
@@ -110,6 +116,7 @@ COUNT_ID=$(new_link count) || die "could not create the counting link"
 WARM_PATH=/warm$$
 RUN_PATH=/run$$
 COUNT_PATH=/count$$
+custom_domain_verify "bench$$.example.test"
 
 # Two redirectors of their own, attached to the service's PostgreSQL and event log, started
 # as `npm run start:redirector` starts one (the same node flags).
@@ -123,9 +130,12 @@ BARE_PID=$!
 wait_http "http://127.0.0.1:$CAP_PORT$RUN_PATH" "$CAP_PID" "the redirector (capture on)" 120 302
 wait_http "http://127.0.0.1:$NOCAP_PORT$RUN_PATH" "$NOCAP_PID" "the redirector (capture off)" 120 302
 wait_http "http://127.0.0.1:$BARE_PORT/" "$BARE_PID" "the bare uWebSockets.js server" 60 302
+wait_custom_host "$CAP_PORT" "$RUN_PATH"
 log "bench: redirectors and bare server up; measured link $LINK_ID (slug ${RUN_PATH#/})"
-# The readiness probes above were GETs of the measured link on the capture redirector: one click.
+# The readiness probes above were GETs of the measured link on the capture redirector: one click
+# (one more on the custom host).
 PROBE_CLICKS=1
+if [ -n "$CUSTOM_HOST" ]; then PROBE_CLICKS=2; fi
 
 # run_phase NAME PORT [PATH GET_SECONDS]: warm-up on the warm-up link, then the measured run
 # (GET only unless GET_SECONDS is given); sets RESULT_<NAME>.
@@ -158,11 +168,12 @@ for port in "$BARE_PORT" "$CAP_PORT" "$NOCAP_PORT"; do
   BENCH_PATH=$WARM_PATH BENCH_GET_SECONDS=$FIRST_WARMUP run_wrk "$TMP/wrk-first-warm-$port.txt" -t"$THREADS" \
     -c"$CONNECTIONS" -d"${FIRST_WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk first warm-up failed"
 done
-RUNS_bare=() RUNS_capture=() RUNS_nocapture=()
+RUNS_bare=() RUNS_capture=() RUNS_nocapture=() RUNS_custom=()
+PHASES="bare capture nocapture${CUSTOM_HOST:+ custom}"
 for ((round = 1; round <= ROUNDS; round++)); do
-  for phase in bare capture nocapture; do
-    case $phase in bare) port=$BARE_PORT ;; capture) port=$CAP_PORT ;; *) port=$NOCAP_PORT ;; esac
-    run_phase "$phase" "$port"
+  for phase in $PHASES; do
+    case $phase in bare) port=$BARE_PORT ;; capture | custom) port=$CAP_PORT ;; *) port=$NOCAP_PORT ;; esac
+    if [ "$phase" = custom ]; then BENCH_HOST=$CUSTOM_HOST run_phase "$phase" "$port"; else run_phase "$phase" "$port"; fi
     eval "RUNS_$phase+=(\"\$RESULT_$phase\")"
   done
 done
@@ -178,7 +189,7 @@ RESULT_capture=$(median capture)
 RESULT_nocapture=$(median nocapture)
 # Every capture round clicked the measured link: the analytics must hold all of them.
 CAPTURE_GETS=0
-for r in "${RUNS_capture[@]}"; do CAPTURE_GETS=$((CAPTURE_GETS + $(printf '%s' "$r" | json_field gets) - 1)); done
+for r in "${RUNS_capture[@]}" "${RUNS_custom[@]}"; do CAPTURE_GETS=$((CAPTURE_GETS + $(printf '%s' "$r" | json_field gets) - 1)); done
 log "bench: counting run on the capture redirector: GET for $((DURATION - 2))s, then HEAD (not a click)"
 run_phase count "$CAP_PORT" "$COUNT_PATH" $((DURATION - 2))
 
@@ -193,8 +204,9 @@ counted() {
 # counting what arrives sees gets − 1, with 1 or 2 threads alike (checked with a counting
 # node:http server).
 CLICKS_SENT=$(($(printf '%s' "$RESULT_count" | json_field gets) - 1))
-THROUGHPUT_LOW=$((CAPTURE_GETS + PROBE_CLICKS - ROUNDS * CONNECTIONS))
-THROUGHPUT_HIGH=$((THROUGHPUT_LOW + 2 * ROUNDS * CONNECTIONS))
+CAPTURE_ROUNDS=$((ROUNDS * (${#RUNS_custom[@]} > 0 ? 2 : 1)))
+THROUGHPUT_LOW=$((CAPTURE_GETS + PROBE_CLICKS - CAPTURE_ROUNDS * CONNECTIONS))
+THROUGHPUT_HIGH=$((THROUGHPUT_LOW + 2 * CAPTURE_ROUNDS * CONNECTIONS))
 log "bench: waiting for the analytics to count $CLICKS_SENT clicks of the counting run (at most ${DRAIN_TIMEOUT}s)"
 drain_start=$(date +%s)
 while :; do
@@ -210,16 +222,17 @@ THROUGHPUT_COUNTED=$(counted "$LINK_ID")
 # wrk's GET count includes requests written when it stopped: the server may or may not have
 # answered those (at most one per connection).
 if [ "$THROUGHPUT_COUNTED" -ge "$THROUGHPUT_LOW" ] && [ "$THROUGHPUT_COUNTED" -le "$THROUGHPUT_HIGH" ]; then
-  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, within wrk's $((THROUGHPUT_LOW + ROUNDS * CONNECTIONS)) sent ± $((ROUNDS * CONNECTIONS)) in flight at the cuts"
+  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, within wrk's $((THROUGHPUT_LOW + CAPTURE_ROUNDS * CONNECTIONS)) sent ± $((CAPTURE_ROUNDS * CONNECTIONS)) in flight at the cuts"
 else
-  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, OUTSIDE wrk's $((THROUGHPUT_LOW + ROUNDS * CONNECTIONS)) sent ± $((ROUNDS * CONNECTIONS))"
+  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, OUTSIDE wrk's $((THROUGHPUT_LOW + CAPTURE_ROUNDS * CONNECTIONS)) sent ± $((CAPTURE_ROUNDS * CONNECTIONS))"
 fi
 
 # The ratios are the median over the rounds of each round's own ratio: the three phases of a
 # round run within a minute of each other, so a slow spell of the machine moves them together.
 node -e '
   const [b, c, n, rb, rc, rn] = process.argv.slice(1, 7).map((s) => JSON.parse(s))
-  const [sent, counted] = process.argv.slice(7).map(Number)
+  const [sent, counted] = process.argv.slice(7, 9).map(Number)
+  const ru = JSON.parse(process.argv[9])
   const round = (x, d) => Number(x.toFixed(d))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
   const captureRatios = rb.map((r, i) => rc[i].rps / r.rps)
@@ -228,11 +241,16 @@ node -e '
   const nocaptureRatio = median(nocaptureRatios)
   const list = (xs) => xs.map((x) => x.toFixed(3)).join(", ")
   console.log(`rounds: capture/bare ${list(captureRatios)}; nocapture/bare ${list(nocaptureRatios)}`)
+  const customRatios = ru.map((r, i) => r.rps / rc[i].rps)
+  const customRatio = ru.length > 0 ? median(customRatios) : null
+  if (customRatio !== null) console.log(`custom host: custom/capture per round ${list(customRatios)}; median ${customRatio.toFixed(3)} (target >= 0.90)`)
   console.log(`ratios (median of the rounds): capture/bare ${captureRatio.toFixed(3)} (target >= 0.70), nocapture/bare ${nocaptureRatio.toFixed(3)} (target >= 0.90); clicks ${counted === sent ? "exact" : "MISMATCH"}`)
   console.log(JSON.stringify({
     bare_rps: round(b.rps, 1), capture_rps: round(c.rps, 1), nocapture_rps: round(n.rps, 1),
     capture_ratio: round(captureRatio, 4), nocapture_ratio: round(nocaptureRatio, 4),
-    capture_p99_ms: round(c.p99_ms, 3), clicks_sent: sent, clicks_counted: counted
+    capture_p99_ms: round(c.p99_ms, 3), clicks_sent: sent, clicks_counted: counted,
+    custom_ratio: customRatio === null ? null : round(customRatio, 4)
   }))
 ' "$RESULT_bare" "$RESULT_capture" "$RESULT_nocapture" "[$(IFS=,; echo "${RUNS_bare[*]}")]" \
-  "[$(IFS=,; echo "${RUNS_capture[*]}")]" "[$(IFS=,; echo "${RUNS_nocapture[*]}")]" "$CLICKS_SENT" "$COUNTED"
+  "[$(IFS=,; echo "${RUNS_capture[*]}")]" "[$(IFS=,; echo "${RUNS_nocapture[*]}")]" "$CLICKS_SENT" "$COUNTED" \
+  "[$(IFS=,; echo "${RUNS_custom[*]}")]"

@@ -21,6 +21,10 @@ export class UnsupportedContent extends Data.TaggedError("UnsupportedContent")<E
 export class QuotaExceeded extends Data.TaggedError("QuotaExceeded")<Explained> {}
 /** The custom slug is in use or reserved. */
 export class SlugTaken extends Data.TaggedError("SlugTaken")<Explained> {}
+/** The hostname is registered (and not disabled) already, by this account or another. */
+export class DomainTaken extends Data.TaggedError("DomainTaken")<Explained> {}
+/** A disabled domain cannot be verified (register the hostname again instead). */
+export class DomainDisabled extends Data.TaggedError("DomainDisabled")<Explained> {}
 /** A disabled link cannot change. */
 export class LinkDisabled extends Data.TaggedError("LinkDisabled")<Explained> {}
 /** The account already has a UTM preset with this name. */
@@ -50,6 +54,8 @@ export type DomainError =
   | UnsupportedContent
   | QuotaExceeded
   | SlugTaken
+  | DomainTaken
+  | DomainDisabled
   | LinkDisabled
   | NameTaken
   | ImageFailed

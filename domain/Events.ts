@@ -1,23 +1,15 @@
 import { Schema } from "effect"
+import {
+  DomainDisabled,
+  DomainRegistered,
+  DomainUnverified,
+  DomainVerificationFailed,
+  DomainVerified
+} from "./DomainEvents.js"
+import { envelope } from "./EventEnvelope.js"
 import { DeclaredRating, ImageStatus, Rating, RatingSource } from "./Image.js"
 
-/**
- * Every event on every topic has this envelope. `data` is the entity's state after the
- * change, so a consumer can build its projection from any single event.
- */
-export const envelope = <const T extends string, D extends Schema.Schema.Any, const V extends number = 1>(
-  type: T,
-  data: D,
-  version: V = 1 as V
-) =>
-  Schema.Struct({
-    id: Schema.String.annotations({ description: "Event id, unique; consumers deduplicate on it." }),
-    type: Schema.Literal(type),
-    version: Schema.Literal(version),
-    occurred_at: Schema.String.annotations({ description: "ISO 8601 instant of the change." }),
-    account_id: Schema.String,
-    data
-  })
+export { envelope }
 
 /** Made from the model (domain/Link.ts) by LinkEventPayload (domain/LinkEventPayload.ts). */
 export const LinkEventData = Schema.Struct({
@@ -322,6 +314,13 @@ export const Catalogue = [
       ImageRatingReviewDecided,
       ImageDeleted
     ]
+  },
+  {
+    topic: "domains.v1",
+    key: "domain id",
+    description:
+      "Every change of a custom domain, in order per domain: registration, verification (and its failures), re-verification taking it back to pending, disabling. The redirector's table of verified hosts is a projection of it.",
+    events: [DomainRegistered, DomainVerified, DomainVerificationFailed, DomainUnverified, DomainDisabled]
   },
   {
     topic: "clicks.v1",

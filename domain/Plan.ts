@@ -16,6 +16,8 @@ export interface PlanLimits {
   readonly snapshots_per_month: number
   /** Custom domains registered and not disabled. */
   readonly custom_domains: number
+  /** Custom domain registrations in any 24 hours (disabled ones count: the rate of POST /domains). */
+  readonly domain_registrations_per_day: number
   /** How far ahead a link's expires_at may be, in days; null: no ceiling. */
   readonly link_expiry_max_days: number | null
   /** Token bucket refill rate per account (the sustained rate). */
@@ -39,6 +41,7 @@ export const DEFAULT_PLANS: PlanTable = {
     storage_bytes: 10 * GiB,
     snapshots_per_month: 10_000,
     custom_domains: 5,
+    domain_registrations_per_day: 20,
     link_expiry_max_days: 365,
     requests_per_second: 10_000,
     request_burst: 20_000
@@ -49,6 +52,7 @@ export const DEFAULT_PLANS: PlanTable = {
     storage_bytes: 100 * GiB,
     snapshots_per_month: 100_000,
     custom_domains: 50,
+    domain_registrations_per_day: 200,
     link_expiry_max_days: null,
     requests_per_second: 50_000,
     request_burst: 100_000
@@ -59,6 +63,7 @@ export const DEFAULT_PLANS: PlanTable = {
     storage_bytes: 1024 * GiB,
     snapshots_per_month: 1_000_000,
     custom_domains: 500,
+    domain_registrations_per_day: 2_000,
     link_expiry_max_days: null,
     requests_per_second: 200_000,
     request_burst: 400_000
@@ -83,6 +88,7 @@ export const PlanOverride = Schema.Struct({
   storage_bytes: optional(Count),
   snapshots_per_month: optional(Count),
   custom_domains: optional(Count),
+  domain_registrations_per_day: optional(Count),
   link_expiry_max_days: optional(
     Schema.NullOr(
       Schema.Number.pipe(
@@ -158,6 +164,14 @@ export const imageUploadQuota = (plan: PlanLimits, unmetered: boolean): number |
  */
 export const storageQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
   unmetered ? null : plan.storage_bytes
+
+/** The custom domain count limit that applies, or null for an Unmetered Partner Key. */
+export const domainQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
+  unmetered ? null : plan.custom_domains
+
+/** The registrations-per-24-hours limit that applies, or null for an Unmetered Partner Key. */
+export const domainRegistrationRate = (plan: PlanLimits, unmetered: boolean): number | null =>
+  unmetered ? null : plan.domain_registrations_per_day
 
 /** `error.detail` of a used-up quota: the quota's name, what is used and the limit. */
 export const quotaDetail = (quota: keyof PlanLimits, used: number, limit: number): string =>

@@ -4,6 +4,7 @@ import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { BlobStoreLive } from "../../infra/blobstore/BlobStoreLive.js"
 import { CodecLive } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
+import { DnsResolverLive } from "../../infra/dns/DnsResolver.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
 import { SafeFetcherLive } from "../../infra/fetcher/SafeFetcher.js"
 import { runMain } from "../../infra/Main.js"
@@ -37,6 +38,7 @@ runMain(
     Layer.provide(AnalyticsLive),
     Layer.provide(CodecLive),
     Layer.provide(SafeFetcherLive),
+    Layer.provide(DnsResolverLive),
     Layer.provide(BlobStoreLive),
     Layer.provide(EventLogLive),
     Layer.provide(DatabaseLive),

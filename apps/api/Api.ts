@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AnalyticsApi } from "./Analytics/Api.js"
+import { DomainsApi } from "./Domains/Api.js"
 import * as E from "./Errors.js"
 import { ImagesApi } from "./Images/Api.js"
 import { LinksApi } from "./Links/Api.js"
@@ -11,6 +12,7 @@ export class Api extends HttpApi.make("v1")
   .add(UtmPresetsApi)
   .add(AnalyticsApi)
   .add(ImagesApi)
+  .add(DomainsApi)
   .add(UsageApi)
   .addError(E.Unauthenticated)
   .addError(E.ApiScopeRequired)
@@ -22,5 +24,5 @@ export class Api extends HttpApi.make("v1")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(
     OpenApi.Description,
-    "Short links, QR codes, analytics and hosted images. Every request sends `Authorization: Bearer <API_KEY>`; every POST, PATCH and DELETE sends an `Idempotency-Key` header of 8 to 128 characters."
+    "Short links, QR codes, analytics, hosted images and custom domains. Every request sends `Authorization: Bearer <API_KEY>`; every POST, PATCH and DELETE sends an `Idempotency-Key` header of 8 to 128 characters."
   ) {}

@@ -104,7 +104,16 @@ export const IdempotencyRequestInProgress = define(
   notStored
 )
 export const SlugTaken = define(409, "slug_taken", "The custom slug is already in use or reserved.")
-export const DomainTaken = define(409, "domain_taken", "The hostname is already registered.")
+export const DomainTaken = define(
+  409,
+  "domain_taken",
+  "The hostname is already registered (and not disabled), by this account or another: one registration per hostname at a time."
+)
+export const DomainDisabled = define(
+  409,
+  "domain_disabled",
+  "The domain is disabled and cannot be verified; register the hostname again (a new registration gets a new token)."
+)
 export const LinkDisabled = define(409, "link_disabled", "The link is disabled and cannot be changed.")
 export const ImageFailed = define(
   409,
@@ -264,6 +273,10 @@ const defOfDomain = (error: D.DomainError): ErrorDef => {
       return QuotaExceeded
     case "SlugTaken":
       return SlugTaken
+    case "DomainTaken":
+      return DomainTaken
+    case "DomainDisabled":
+      return DomainDisabled
     case "LinkDisabled":
       return LinkDisabled
     case "NameTaken":
@@ -294,6 +307,8 @@ interface DomainAnswers {
   readonly UnsupportedContent: typeof UnsupportedMediaType.Type
   readonly QuotaExceeded: typeof QuotaExceeded.Type
   readonly SlugTaken: typeof SlugTaken.Type
+  readonly DomainTaken: typeof DomainTaken.Type
+  readonly DomainDisabled: typeof DomainDisabled.Type
   readonly LinkDisabled: typeof LinkDisabled.Type
   readonly NameTaken: typeof UtmPresetNameTaken.Type
   readonly ImageFailed: typeof ImageFailed.Type
@@ -319,6 +334,8 @@ const DOMAIN_ERRORS = [
   D.UnsupportedContent,
   D.QuotaExceeded,
   D.SlugTaken,
+  D.DomainTaken,
+  D.DomainDisabled,
   D.LinkDisabled,
   D.NameTaken,
   D.ImageFailed,

@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { nodeServerLayer } from "../../infra/NodeServer.js"
 import { AccountRepoCachedLive } from "../../infra/postgres/Accounts.js"
+import { DomainRepoLive } from "../../infra/postgres/Domains.js"
 import { IdempotencyStoreLive } from "../../infra/postgres/Idempotency.js"
 import { DatabasePortsLive, ImageReposLive } from "../../infra/postgres/Layers.js"
 import { LinkRepoLive } from "../../infra/postgres/Links.js"
@@ -11,6 +12,8 @@ import { UsageRepoLive } from "../../infra/postgres/Usage.js"
 import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
+import { Domains } from "./Domains/Domains.js"
+import { DomainsHttp } from "./Domains/Http.js"
 import { ImagesHttp } from "./Images/Http.js"
 import { Images } from "./Images/Images.js"
 import { LinksHttp } from "./Links/Http.js"
@@ -40,13 +43,14 @@ const Middlewares = Layer.mergeAll(
 )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([LinksHttp, UtmPresetsHttp, AnalyticsHttp, ImagesHttp, UsageHttp]),
-  Layer.provide([Links.Default, UtmPresets.Default, Images.Default, Usage.Default]),
+  Layer.provide([LinksHttp, UtmPresetsHttp, AnalyticsHttp, ImagesHttp, DomainsHttp, UsageHttp]),
+  Layer.provide([Links.Default, UtmPresets.Default, Images.Default, Domains.Default, Usage.Default]),
   Layer.provide(Middlewares)
 )
 
 const Repositories = Layer.mergeAll(
   AccountRepoCachedLive,
+  DomainRepoLive,
   IdempotencyStoreLive,
   ImageReposLive,
   LinkRepoLive,
@@ -60,7 +64,7 @@ const Repositories = Layer.mergeAll(
  * The API: request id and the error envelope, the request guards and the system routes
  * around HttpApi's app, whose endpoints carry their own middlewares (authentication with
  * rate and scope, idempotency key, body). Needs an HttpServer, the database, the config,
- * the plans, Analytics, the image Codec, the BlobStore and the SafeFetcher.
+ * the plans, Analytics, the image Codec, the BlobStore, the SafeFetcher and the DnsResolver.
  */
 export const ApiHttpLive = Layer.unwrapScoped(
   Effect.gen(function* () {

@@ -6,10 +6,12 @@ import { isApiKeyId, KeyNotFound } from "../../domain/Account.js"
 import type { StartAt } from "../../domain/EventLog.js"
 import { DEFAULT_PLAN } from "../../domain/Plan.js"
 import { AccountRepo } from "../../domain/ports/AccountRepo.js"
+import type { DomainRepo } from "../../domain/ports/DomainRepo.js"
 import { isScope, type Scope, Scopes } from "../../domain/Scope.js"
 import { Plans } from "../../infra/Plans.js"
 import { RatingReviews } from "../api/Images/RatingReviews.js"
 import { Projections, replay } from "../workers/Replay.js"
+import { isAccountId, listDomains } from "./Domains.js"
 import { CliLive, ReplayLive } from "./Live.js"
 import { decisionOutput, reportsOutput, reviewsOutput } from "./Reviews.js"
 
@@ -24,6 +26,7 @@ const USAGE = `usage: npm run cli -- <command> [options] [--json]
   reviews approve --id REVIEW_ID                      apply the requested (less strict) rating
   reviews reject --id REVIEW_ID                       keep the effective rating
   reports list                                        open abuse reports filed from share pages
+  domains list --account ID                           the account's custom domains (state, proof, last check)
   migrate                                             apply database migrations
   replay --topic clicks.v1 [--from-offset N | --from-time ISO] --into analytics
                                                       rebuild a projection from its topic (default: from
@@ -43,7 +46,7 @@ service is up).`
 class UsageError extends Error {}
 
 /** What the commands need: the accounts, the rating reviews, the plan table (and for replay, the database). */
-type Env = AccountRepo | RatingReviews | Plans | PgClient.PgClient
+type Env = AccountRepo | RatingReviews | DomainRepo | Plans | PgClient.PgClient
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -140,6 +143,11 @@ const command = (): Effect.Effect<unknown, unknown, Env> => {
     }
     case "reports list":
       return Effect.flatMap(RatingReviews, (r) => r.openReports()).pipe(Effect.map(reportsOutput))
+    case "domains list": {
+      const accountId = str("account")
+      if (!isAccountId(accountId)) throw new UsageError("--account must be an account id (acct_…)")
+      return listDomains(accountId)
+    }
     case "migrate":
       // Building the database layer applies every pending migration.
       return Effect.succeed({ migrated: true })

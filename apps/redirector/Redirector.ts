@@ -1,7 +1,8 @@
-import { Cause, Config, Context, Effect, Layer, Runtime } from "effect"
+import { Cause, Config, Context, Effect, Layer, Option, Runtime } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
 import { type ClickBuffer, makeClickCapture } from "./Clicks.js"
+import { answerTlsAsk, type HostRouting, makeHostRouting, TLS_ASK_PATH, VerifiedHosts } from "./HostTable.js"
 import { SlugTable, startSlugTable } from "./SlugTable.js"
 import { makeVisitorSecrets } from "./VisitorSecrets.js"
 
@@ -25,7 +26,7 @@ const notFound = (ex: HttpExchange) =>
  * Everything that is not a redirect. /healthz and /readyz are reserved slugs
  * (domain/Link.ts), so no link can shadow them and they are looked at only after a miss.
  */
-const otherwise = (ex: HttpExchange, table: SlugTable) => {
+const otherwise = (ex: HttpExchange, table: SlugTable, routing: HostRouting | undefined) => {
   if (ex.method !== "GET" && ex.method !== "HEAD") {
     ex.writeStatus(405).writeHeader("Allow", "GET, HEAD").writeHeader("Content-Type", TEXT).end("Method Not Allowed\n")
   } else if (ex.path === "/healthz") {
@@ -34,6 +35,8 @@ const otherwise = (ex: HttpExchange, table: SlugTable) => {
     if (table.ready)
       ex.writeStatus(200).writeHeader("Content-Type", TEXT).writeHeader("Cache-Control", "no-store").end("ready\n")
     else ex.writeStatus(503).writeHeader("Content-Type", TEXT).writeHeader("Retry-After", "1").end("loading links\n")
+  } else if (ex.path === TLS_ASK_PATH && routing !== undefined) {
+    answerTlsAsk(ex, routing.hosts)
   } else if (!table.ready) {
     ex.writeStatus(503)
       .writeHeader("Content-Type", TEXT)
@@ -52,10 +55,13 @@ const otherwise = (ex: HttpExchange, table: SlugTable) => {
 export const makeRedirectHandler = (
   table: SlugTable,
   clicks: ClickBuffer | undefined,
-  countryHeader: string
+  countryHeader: string,
+  routing?: HostRouting
 ): HttpHandler => {
   const byPath = table.byPath
   return (ex) => {
+    // Custom domains (HostTable.ts): the canonical host passes after one header comparison.
+    if (routing?.divert(ex)) return
     const entry = byPath.get(ex.path)
     if (entry !== undefined) {
       const method = ex.method
@@ -78,7 +84,7 @@ export const makeRedirectHandler = (
         return notFound(ex)
       }
     }
-    otherwise(ex, table)
+    otherwise(ex, table, routing)
   }
 }
 
@@ -101,6 +107,11 @@ const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const capture = yield* clickCaptureConfig
   const table = new SlugTable()
+  // The verified custom hosts, when the composition root provides them (Live.ts does).
+  const hosts = yield* Effect.serviceOption(VerifiedHosts)
+  const routing = Option.isSome(hosts)
+    ? makeHostRouting(hosts.value, table, config.shortBase, NOT_FOUND_PAGE)
+    : undefined
   // Acquired before the server, so released after it: the last clicks are published once
   // nothing can add more.
   const clicks = capture ? yield* makeClickCapture(yield* makeVisitorSecrets) : undefined
@@ -108,7 +119,7 @@ const make = Effect.gen(function* () {
   const server = yield* serveHttp({
     host: "0.0.0.0",
     port: config.shortPort,
-    handler: makeRedirectHandler(table, clicks, config.countryHeader),
+    handler: makeRedirectHandler(table, clicks, config.countryHeader, routing),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("redirect handler failed", Cause.die(error)))
   })
   if (server.fallbackReason !== undefined) {
@@ -127,7 +138,8 @@ export class Redirector extends Context.Tag("Redirector")<Redirector, Redirector
 /**
  * The short host: serves {short_base}/{slug} on SHORT_PORT (0.0.0.0) from the in-memory slug
  * table, which it loads at start and keeps following; closing stops the listener, then
- * publishes the clicks still buffered. Needs AppConfig, LinkRepo, VisitorSecretRepo and EventLog.
+ * publishes the clicks still buffered. Needs AppConfig, LinkRepo, VisitorSecretRepo and EventLog;
+ * with VerifiedHosts (HostTable.ts) in its context it also serves verified custom domains.
  */
 export const RedirectorLive = Layer.scopedDiscard(make)
 

@@ -6,6 +6,7 @@ import { CodecLive } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
 import { runMain } from "../../infra/Main.js"
+import { Plans } from "../../infra/Plans.js"
 import { WorkersHealthLive } from "./Health.js"
 import { WorkersAppLive } from "./Live.js"
 
@@ -18,6 +19,7 @@ runMain(
     Layer.provide(BlobStoreLive),
     Layer.provide(EventLogLive),
     Layer.provide(DatabaseLive),
+    Layer.provide(Plans.layer),
     Layer.provide(AppConfig.layer)
   )
 )

@@ -122,10 +122,14 @@ describe("OpenAPI document", () => {
     expect(codesOf(op("/v1/links", "post"), "409")).toContain("slug_taken")
     expect(codesOf(op("/v1/links", "post"), "415")).toEqual(["unsupported_media_type"])
     expect(codesOf(op("/v1/links/{id}", "patch"), "409")).toContain("link_disabled")
+    expect(codesOf(op("/v1/domains", "post"), "409")).toContain("domain_taken")
+    expect(codesOf(op("/v1/domains/{id}/verify", "post"), "409")).toContain("domain_disabled")
+    expect(codesOf(op("/v1/domains/{id}/disable", "post"), "404")).toContain("not_found")
+    expect(op("/v1/domains", "get").security).toBeDefined()
     expect(codesOf(op("/v1/links/{id}", "get"), "404")).toEqual(["not_found"])
   })
 
-  it("documents 403 quota_exceeded where a plan limit applies: link create, link options, image upload and import", () => {
+  it("documents 403 quota_exceeded where a plan limit applies: link create, link options, image upload and import, domain registration", () => {
     const withQuota: Array<string> = []
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(item)) {
@@ -134,6 +138,7 @@ describe("OpenAPI document", () => {
     }
     expect(withQuota.sort()).toEqual([
       "patch /v1/links/{id}/options",
+      "post /v1/domains",
       "post /v1/images",
       "post /v1/images/url",
       "post /v1/links"

@@ -29,7 +29,9 @@ describe("configuration", { timeout: 90_000 }, () => {
     ["LOG_LEVEL", "loud"],
     ["PLANS", "{not json"],
     ["PLANS", '{\n  "free": {\n    "links_per_month": -1\n  }\n}'],
-    ["PLANS", '{"free":{"link_per_month":5}}']
+    ["PLANS", '{"free":{"link_per_month":5}}'],
+    ["DNS_SERVERS", "dns.google"],
+    ["DNS_TIMEOUT_MS", "0"]
   ] as const) {
     it(`a bad ${name} (${value.replace(/\n\s*/g, " ")}) stops start-up with one line naming the variable`, async () => {
       const run = await startWith({ [name]: value })

@@ -62,7 +62,8 @@ describe("GET /usage", () => {
       images: {
         uploads: { used: 0, limit: free.image_uploads_per_month },
         storage_bytes: { used: 0, limit: free.storage_bytes, total_used: 0, unmetered_used: 0 }
-      }
+      },
+      domains: { used: 0, limit: free.custom_domains }
     })
   })
 
@@ -83,7 +84,8 @@ describe("GET /usage", () => {
           total_used: png.length + bigger.length,
           unmetered_used: 0
         }
-      }
+      },
+      domains: { used: 0, limit: DEFAULT_PLANS.free!.custom_domains }
     })
   })
 
@@ -113,7 +115,8 @@ describe("GET /usage", () => {
           total_used: png.length + bigger.length,
           unmetered_used: bigger.length
         }
-      }
+      },
+      domains: { used: 0, limit: null }
     })
   })
 

@@ -22,6 +22,7 @@ import { ClickHouseServerAnalyticsLive } from "../../infra/analytics/ClickHouseS
 import { makeFsBlobStore } from "../../infra/blobstore/FsBlobStore.js"
 import { codecLayer } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
+import { dnsResolverLayer } from "../../infra/dns/DnsResolver.js"
 import { EmbeddedEventLogLive } from "../../infra/eventlog/Embedded.js"
 import { type SafeFetcherOptions, safeFetcherLayer } from "../../infra/fetcher/SafeFetcher.js"
 import { Plans } from "../../infra/Plans.js"
@@ -92,6 +93,10 @@ export interface TestApiOptions {
    * local server), the configured public hosts as its own; every other refused range stays refused.
    */
   readonly fetcher?: SafeFetcherOptions
+  /** The resolvers of domain verification (`host:port`, e.g. a test dnsmasq); default the system's. */
+  readonly dnsServers?: ReadonlyArray<string>
+  /** The bound of one DNS lookup (ms); default 3000. */
+  readonly dnsTimeoutMs?: number
 }
 
 let chdbDir: string | undefined
@@ -162,6 +167,7 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     // The API only probes image headers: no converter process is started.
     Layer.provide(codecLayer({ concurrency: 1 })),
     Layer.provide(fetcher),
+    Layer.provide(dnsResolverLayer({ servers: overrides.dnsServers ?? [], timeoutMs: overrides.dnsTimeoutMs ?? 3000 })),
     // Uploads keep their private source here until a conversion worker (not run here) takes it.
     Layer.provideMerge(Layer.succeed(BlobStore, makeFsBlobStore(blobDir))),
     Layer.provideMerge(AccountRepoLive),

@@ -120,3 +120,16 @@ export interface LinkAnalytics {
     readonly browser?: ReadonlyArray<AnalyticsValue>
   }
 }
+
+/** A custom domain. */
+export interface Domain {
+  readonly id: string
+  readonly hostname: string
+  readonly state: "pending" | "verified" | "disabled"
+  readonly verification: { readonly method: "dns_txt"; readonly record_name: string; readonly record_value: string }
+  readonly last_error: string | null
+  readonly last_checked_at: string | null
+  readonly verified_at: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}

@@ -6,6 +6,7 @@ import { Usage } from "../../apps/api/Usage/Usage.js"
 import { ApiKeyId } from "../../domain/Account.js"
 import { usagePeriod } from "../../domain/Plan.js"
 import { emptyWorld, imagePortsLayer, PNG, principal, upload, type World } from "../support/imagePorts.js"
+import { memoryDomainsLayer } from "../support/memoryDomains.js"
 
 // The Usage and RatingReviews services over in-memory ports.
 
@@ -13,7 +14,8 @@ const services = (world: World) =>
   Layer.mergeAll(Images.Default, Usage.Default, RatingReviews.Default).pipe(
     Layer.provide(
       imagePortsLayer(world, { free: { links_per_month: 7, image_uploads_per_month: 5, storage_bytes: 100 } })
-    )
+    ),
+    Layer.provide(memoryDomainsLayer())
   )
 
 const raw = upload(PNG)
@@ -38,13 +40,15 @@ describe("Usage.get", () => {
           plan: "free",
           links: { used: 3, limit: 7 },
           imageUploads: { used: 2, limit: 5 },
-          storage: { used: PNG.length, limit: 100, totalUsed: 2 * PNG.length, unmeteredUsed: PNG.length }
+          storage: { used: PNG.length, limit: 100, totalUsed: 2 * PNG.length, unmeteredUsed: PNG.length },
+          domains: { used: 0, limit: 5 }
         })
         expect(unmetered).toEqual({
           plan: "free",
           links: { used: 3, limit: null },
           imageUploads: { used: 2, limit: null },
-          storage: { used: 2 * PNG.length, limit: null, totalUsed: 2 * PNG.length, unmeteredUsed: PNG.length }
+          storage: { used: 2 * PNG.length, limit: null, totalUsed: 2 * PNG.length, unmeteredUsed: PNG.length },
+          domains: { used: 0, limit: null }
         })
       })
   )

@@ -25,14 +25,18 @@ export const Link = Schema.Struct({
   }),
   utm: LinkModel.fields.utm,
   short_urls: Schema.Array(Schema.String).annotations({
-    description: "The canonical short URL first, then one per verified custom domain."
+    description:
+      "The canonical short URL first, then one per verified custom domain of the account (`{scheme}://{hostname}/{slug}`, the scheme of {short_base}), oldest verification first."
   })
 }).annotations({ identifier: "Link" })
 export type Link = typeof Link.Type
 
-/** A link's API record, its short URLs under `shortBase` ({short_base}). */
+/**
+ * A link's API record: its short URL under `shortBase` ({short_base}), then one under each base
+ * of `customBases` (the account's verified custom domains).
+ */
 export const toApiLink =
-  (shortBase: string) =>
+  (shortBase: string, customBases: ReadonlyArray<string> = []) =>
   (link: LinkModel): Link => {
     const url = shortUrl(shortBase, link)
     return {
@@ -45,7 +49,7 @@ export const toApiLink =
       updated_at: link.updatedAt.toISOString(),
       expires_at: link.expiresAt?.toISOString() ?? null,
       utm: link.utm,
-      short_urls: [url]
+      short_urls: [url, ...customBases.map((base) => shortUrl(base, link))]
     }
   }
 

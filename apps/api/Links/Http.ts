@@ -1,8 +1,10 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
-import type { LinkFilter } from "../../../domain/Link.js"
+import type { Principal } from "../../../domain/Account.js"
+import { type LinkFilter, type Link as LinkModel, shortUrl } from "../../../domain/Link.js"
 import type { LinkOptionsChange } from "../../../domain/ports/LinkRepo.js"
 import { Api } from "../Api.js"
+import { Domains } from "../Domains/Domains.js"
 import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
@@ -32,58 +34,63 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
   Effect.gen(function* () {
     const operations = yield* IdempotentOperations
     const links = yield* Links
+    const domains = yield* Domains
 
-    const toApi = toApiLink(links.shortBase)
+    /** The caller's link records: the canonical short URL, then one per verified custom domain. */
+    const toApiOf = (p: Principal) => Effect.map(domains.linkBases(p), (bases) => toApiLink(links.shortBase, bases))
+    const answer = (p: Principal) => (link: LinkModel) => Effect.flatMap(toApiOf(p), (toApi) => envelope(toApi(link)))
 
     return withIdempotency(
       operations,
       handlers
         .handle("create", ({ payload }) =>
           CurrentPrincipal.pipe(
-            Effect.flatMap((p) => links.create(p, { url: payload.url, customSlug: payload.custom_slug })),
-            Effect.flatMap((link) => envelope(toApi(link))),
+            Effect.flatMap((p) =>
+              Effect.flatMap(links.create(p, { url: payload.url, customSlug: payload.custom_slug }), answer(p))
+            ),
             E.mapDomainErrors
           )
         )
         .handle("list", ({ urlParams }) =>
           Effect.flatMap(CurrentPrincipal, (p) =>
-            keysetPage(
-              urlParams,
-              (afterSeq: bigint | undefined, limit: number) =>
-                links.list(p, { ...toFilter(urlParams), afterSeq, limit }),
-              toApi
+            Effect.flatMap(toApiOf(p), (toApi) =>
+              keysetPage(
+                urlParams,
+                (afterSeq: bigint | undefined, limit: number) =>
+                  links.list(p, { ...toFilter(urlParams), afterSeq, limit }),
+                toApi
+              )
             )
           )
         )
         .handle("export", ({ urlParams }) =>
-          Effect.map(CurrentPrincipal, (p) =>
-            HttpServerResponse.stream(
-              linksCsv(links.exportRows(p, toFilter(urlParams)).pipe(Stream.map(toApi))).pipe(Stream.orDie),
-              {
-                contentType: "text/csv; charset=utf-8",
-                headers: { "content-disposition": 'attachment; filename="links.csv"', "cache-control": "no-store" }
-              }
+          Effect.flatMap(CurrentPrincipal, (p) =>
+            Effect.map(toApiOf(p), (toApi) =>
+              HttpServerResponse.stream(
+                linksCsv(links.exportRows(p, toFilter(urlParams)).pipe(Stream.map(toApi))).pipe(Stream.orDie),
+                {
+                  contentType: "text/csv; charset=utf-8",
+                  headers: { "content-disposition": 'attachment; filename="links.csv"', "cache-control": "no-store" }
+                }
+              )
             )
           )
         )
         .handle("get", ({ path }) =>
           CurrentPrincipal.pipe(
-            Effect.flatMap((p) => links.get(p, path.id)),
-            Effect.flatMap((link) => envelope(toApi(link))),
+            Effect.flatMap((p) => Effect.flatMap(links.get(p, path.id), answer(p))),
             E.mapDomainErrors
           )
         )
         .handle("update", ({ path, payload }) =>
           CurrentPrincipal.pipe(
-            Effect.flatMap((p) => links.update(p, path.id, payload.url)),
-            Effect.flatMap((link) => envelope(toApi(link))),
+            Effect.flatMap((p) => Effect.flatMap(links.update(p, path.id, payload.url), answer(p))),
             E.mapDomainErrors
           )
         )
         .handle("disable", ({ path }) =>
           CurrentPrincipal.pipe(
-            Effect.flatMap((p) => links.disable(p, path.id)),
-            Effect.flatMap((link) => envelope(toApi(link))),
+            Effect.flatMap((p) => Effect.flatMap(links.disable(p, path.id), answer(p))),
             E.mapDomainErrors
           )
         )
@@ -103,7 +110,13 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
         )
         .handle("qr", ({ path, urlParams }) =>
           CurrentPrincipal.pipe(
-            Effect.flatMap((p) => links.qr(p, path.id, urlParams.domain)),
+            Effect.flatMap((p) =>
+              Effect.flatMap(links.qr(p, path.id), ({ link, url }) =>
+                urlParams.domain === undefined
+                  ? Effect.succeed({ link, url })
+                  : Effect.map(domains.baseOf(p, urlParams.domain), (base) => ({ link, url: shortUrl(base, link) }))
+              )
+            ),
             Effect.flatMap(({ link, url }) =>
               Effect.map(renderQr(url, urlParams), (image) => {
                 const headers = {

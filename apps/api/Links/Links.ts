@@ -1,13 +1,6 @@
 import { Clock, Effect, Either, Option, type Stream } from "effect"
 import type { Principal } from "../../../domain/Account.js"
-import {
-  InvalidInput,
-  LinkDisabled,
-  NotFound,
-  QuotaExceeded,
-  SlugTaken,
-  UrlNotAllowed
-} from "../../../domain/Errors.js"
+import { LinkDisabled, NotFound, QuotaExceeded, SlugTaken, UrlNotAllowed } from "../../../domain/Errors.js"
 import { type LinkEvent, Topics } from "../../../domain/Events.js"
 import {
   effectivePort,
@@ -252,17 +245,11 @@ export class Links extends Effect.Service<Links>()("Links", {
     })
 
     /**
-     * What a QR code of the caller's link encodes: its canonical short URL. `domain` asks for a
-     * verified custom domain of the account instead; there are none yet, so any is refused.
+     * What a QR code of the caller's link encodes: its canonical short URL (the API swaps the
+     * base for a verified custom domain's when asked, Domains.baseOf).
      */
-    const qr = Effect.fn("Links.qr")(function* (principal: Principal, id: string, domain?: string) {
+    const qr = Effect.fn("Links.qr")(function* (principal: Principal, id: string) {
       const link = yield* owned(links, principal, id)
-      if (domain !== undefined) {
-        return yield* new InvalidInput({
-          message: "Unknown custom domain.",
-          detail: "domain: must be a verified custom domain of the account"
-        })
-      }
       return { link, url: shortUrl(config.shortBase, link) }
     })
 

@@ -41,7 +41,12 @@ export const AccountUsage = Schema.Struct({
       "The plan's image_uploads_per_month."
     ),
     storage_bytes: StorageUsage
-  }).annotations({ identifier: "ImageUsage" })
+  }).annotations({ identifier: "ImageUsage" }),
+  domains: Quota(
+    "DomainUsage",
+    "Custom domains registered and not disabled (pending and verified).",
+    "The plan's custom_domains."
+  )
 }).annotations({
   identifier: "Usage",
   description:

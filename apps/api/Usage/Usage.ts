@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import type { Principal } from "../../../domain/Account.js"
-import { imageUploadQuota, linkQuota, storageQuota, usagePeriod } from "../../../domain/Plan.js"
+import { domainQuota, imageUploadQuota, linkQuota, storageQuota, usagePeriod } from "../../../domain/Plan.js"
+import { DomainRepo } from "../../../domain/ports/DomainRepo.js"
 import { StorageRepo } from "../../../domain/ports/StorageRepo.js"
 import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
 import { Plans } from "../../../infra/Plans.js"
@@ -16,6 +17,8 @@ export interface AccountUsage {
   readonly plan: string
   readonly links: Metered
   readonly imageUploads: Metered
+  /** Custom domains registered and not disabled. */
+  readonly domains: Metered
   readonly storage: Metered & {
     /** Every stored byte, ordinary and Partner, reservations included. */
     readonly totalUsed: number
@@ -29,6 +32,7 @@ export class Usage extends Effect.Service<Usage>()("Usage", {
   effect: Effect.gen(function* () {
     const usage = yield* UsageRepo
     const storageRepo = yield* StorageRepo
+    const domainRepo = yield* DomainRepo
     const plans = yield* Plans
 
     /**
@@ -38,11 +42,12 @@ export class Usage extends Effect.Service<Usage>()("Usage", {
     const get = Effect.fn("Usage.get")(function* (principal: Principal) {
       const plan = plans.limits(principal.plan)
       const period = usagePeriod(new Date())
-      const [links, uploads, storage] = yield* Effect.all(
+      const [links, uploads, storage, domains] = yield* Effect.all(
         [
           usage.current(principal.accountId, period, "links"),
           usage.current(principal.accountId, period, "image_uploads"),
-          storageRepo.current(principal.accountId)
+          storageRepo.current(principal.accountId),
+          domainRepo.countActive(principal.accountId)
         ],
         { concurrency: "unbounded" }
       )
@@ -51,6 +56,7 @@ export class Usage extends Effect.Service<Usage>()("Usage", {
         plan: principal.plan,
         links: { used: links, limit: linkQuota(plan, principal.unmetered) },
         imageUploads: { used: uploads, limit: imageUploadQuota(plan, principal.unmetered) },
+        domains: { used: domains, limit: domainQuota(plan, principal.unmetered) },
         storage: {
           // Ordinary keys count only ordinary images against their limit; Partner keys see the total.
           used: principal.unmetered ? total : storage.ordinary,
