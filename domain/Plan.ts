@@ -14,6 +14,8 @@ export interface PlanLimits {
   readonly storage_bytes: number
   /** Snapshots per calendar month (UTC). */
   readonly snapshots_per_month: number
+  /** Snapshots of one target host an account may have queued or capturing at once. */
+  readonly snapshot_captures_per_host: number
   /** Custom domains registered and not disabled. */
   readonly custom_domains: number
   /** How far ahead a link's expires_at may be, in days; null: no ceiling. */
@@ -38,6 +40,7 @@ export const DEFAULT_PLANS: PlanTable = {
     image_uploads_per_month: 10_000,
     storage_bytes: 10 * GiB,
     snapshots_per_month: 10_000,
+    snapshot_captures_per_host: 4,
     custom_domains: 5,
     link_expiry_max_days: 365,
     requests_per_second: 10_000,
@@ -48,6 +51,7 @@ export const DEFAULT_PLANS: PlanTable = {
     image_uploads_per_month: 100_000,
     storage_bytes: 100 * GiB,
     snapshots_per_month: 100_000,
+    snapshot_captures_per_host: 16,
     custom_domains: 50,
     link_expiry_max_days: null,
     requests_per_second: 50_000,
@@ -58,6 +62,7 @@ export const DEFAULT_PLANS: PlanTable = {
     image_uploads_per_month: 1_000_000,
     storage_bytes: 1024 * GiB,
     snapshots_per_month: 1_000_000,
+    snapshot_captures_per_host: 64,
     custom_domains: 500,
     link_expiry_max_days: null,
     requests_per_second: 200_000,
@@ -82,6 +87,7 @@ export const PlanOverride = Schema.Struct({
   image_uploads_per_month: optional(Count),
   storage_bytes: optional(Count),
   snapshots_per_month: optional(Count),
+  snapshot_captures_per_host: optional(Count),
   custom_domains: optional(Count),
   link_expiry_max_days: optional(
     Schema.NullOr(
@@ -136,7 +142,7 @@ export const usagePeriod = (now: Date): string => {
 }
 
 /** Metrics counted per account and period (usage_counters.metric). */
-export type UsageMetric = "links" | "image_uploads"
+export type UsageMetric = "links" | "image_uploads" | "snapshots"
 
 /**
  * The monthly link quota that applies, or null when none does: Unmetered Partner Keys skip
@@ -158,6 +164,14 @@ export const imageUploadQuota = (plan: PlanLimits, unmetered: boolean): number |
  */
 export const storageQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
   unmetered ? null : plan.storage_bytes
+
+/** The monthly snapshot quota that applies, or null for an Unmetered Partner Key (still counted). */
+export const snapshotQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
+  unmetered ? null : plan.snapshots_per_month
+
+/** Captures of one host an account may have in progress, or null for an Unmetered Partner Key. */
+export const snapshotHostQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
+  unmetered ? null : plan.snapshot_captures_per_host
 
 /** `error.detail` of a used-up quota: the quota's name, what is used and the limit. */
 export const quotaDetail = (quota: keyof PlanLimits, used: number, limit: number): string =>

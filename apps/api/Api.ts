@@ -3,6 +3,7 @@ import { AnalyticsApi } from "./Analytics/Api.js"
 import * as E from "./Errors.js"
 import { ImagesApi } from "./Images/Api.js"
 import { LinksApi } from "./Links/Api.js"
+import { SnapshotsApi } from "./Snapshots/Api.js"
 import { UsageApi } from "./Usage/Api.js"
 import { UtmPresetsApi } from "./UtmPresets/Api.js"
 
@@ -12,6 +13,7 @@ export class Api extends HttpApi.make("v1")
   .add(AnalyticsApi)
   .add(ImagesApi)
   .add(UsageApi)
+  .add(SnapshotsApi)
   .addError(E.Unauthenticated)
   .addError(E.ApiScopeRequired)
   .addError(E.RateLimited)
@@ -22,5 +24,5 @@ export class Api extends HttpApi.make("v1")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(
     OpenApi.Description,
-    "Short links, QR codes, analytics and hosted images. Every request sends `Authorization: Bearer <API_KEY>`; every POST, PATCH and DELETE sends an `Idempotency-Key` header of 8 to 128 characters."
+    "Short links, QR codes, analytics, hosted images and snapshots. Every request sends `Authorization: Bearer <API_KEY>`; every POST, PATCH and DELETE sends an `Idempotency-Key` header of 8 to 128 characters."
   ) {}

@@ -7,6 +7,7 @@ import { IdempotencyStoreLive } from "../../infra/postgres/Idempotency.js"
 import { DatabasePortsLive, ImageReposLive } from "../../infra/postgres/Layers.js"
 import { LinkRepoLive } from "../../infra/postgres/Links.js"
 import { OutboxLive } from "../../infra/postgres/Outbox.js"
+import { SnapshotReposLive } from "../../infra/postgres/Snapshots.js"
 import { UsageRepoLive } from "../../infra/postgres/Usage.js"
 import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
@@ -23,6 +24,8 @@ import { RateLimitLive } from "./middleware/RateLimit.js"
 import { guardRequests } from "./middleware/RequestGuards.js"
 import { withRequestId } from "./middleware/RequestId.js"
 import { makeSystemRoutes } from "./middleware/System.js"
+import { SnapshotsHttp } from "./Snapshots/Http.js"
+import { Snapshots } from "./Snapshots/Snapshots.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
 import { openApiDocument } from "./OpenApiDoc.js"
 import { UsageHttp } from "./Usage/Http.js"
@@ -41,7 +44,9 @@ const Middlewares = Layer.mergeAll(
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([LinksHttp, UtmPresetsHttp, AnalyticsHttp, ImagesHttp, UsageHttp]),
+  Layer.provide(SnapshotsHttp),
   Layer.provide([Links.Default, UtmPresets.Default, Images.Default, Usage.Default]),
+  Layer.provide(Snapshots.Default),
   Layer.provide(Middlewares)
 )
 
@@ -52,6 +57,7 @@ const Repositories = Layer.mergeAll(
   LinkRepoLive,
   UsageRepoLive,
   UtmPresetRepoLive,
+  SnapshotReposLive,
   DatabasePortsLive
   // The images repository appends its events to the outbox itself.
 ).pipe(Layer.provideMerge(OutboxLive))

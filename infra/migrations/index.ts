@@ -6,6 +6,7 @@ import m0004 from "./0004_event_log.js"
 import m0005 from "./0005_visitor_secrets.js"
 import m0006 from "./0006_images.js"
 import m0007 from "./0007_event_log_storage.js"
+import m0009 from "./0009_snapshots.js"
 
 export const migrations = Migrator.fromRecord({
   "0001_foundation": m0001,
@@ -14,5 +15,6 @@ export const migrations = Migrator.fromRecord({
   "0004_event_log": m0004,
   "0005_visitor_secrets": m0005,
   "0006_images": m0006,
-  "0007_event_log_storage": m0007
+  "0007_event_log_storage": m0007,
+  "0009_snapshots": m0009
 })

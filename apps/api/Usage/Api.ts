@@ -41,7 +41,12 @@ export const AccountUsage = Schema.Struct({
       "The plan's image_uploads_per_month."
     ),
     storage_bytes: StorageUsage
-  }).annotations({ identifier: "ImageUsage" })
+  }).annotations({ identifier: "ImageUsage" }),
+  snapshots: Quota(
+    "SnapshotUsage",
+    "Snapshots requested this calendar month (UTC), by every key of the account.",
+    "The plan's snapshots_per_month."
+  )
 }).annotations({
   identifier: "Usage",
   description:

@@ -23,7 +23,8 @@ export const UsageHttp = HttpApiBuilder.group(Api, "usage", (handlers) =>
               total_used: current.storage.totalUsed,
               unmetered_used: current.storage.unmeteredUsed
             }
-          }
+          },
+          snapshots: current.snapshots
         })
       })
     )

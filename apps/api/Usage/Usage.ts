@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import type { Principal } from "../../../domain/Account.js"
-import { imageUploadQuota, linkQuota, storageQuota, usagePeriod } from "../../../domain/Plan.js"
+import { imageUploadQuota, linkQuota, snapshotQuota, storageQuota, usagePeriod } from "../../../domain/Plan.js"
 import { StorageRepo } from "../../../domain/ports/StorageRepo.js"
 import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
 import { Plans } from "../../../infra/Plans.js"
@@ -16,6 +16,7 @@ export interface AccountUsage {
   readonly plan: string
   readonly links: Metered
   readonly imageUploads: Metered
+  readonly snapshots: Metered
   readonly storage: Metered & {
     /** Every stored byte, ordinary and Partner, reservations included. */
     readonly totalUsed: number
@@ -38,11 +39,12 @@ export class Usage extends Effect.Service<Usage>()("Usage", {
     const get = Effect.fn("Usage.get")(function* (principal: Principal) {
       const plan = plans.limits(principal.plan)
       const period = usagePeriod(new Date())
-      const [links, uploads, storage] = yield* Effect.all(
+      const [links, uploads, storage, snapshots] = yield* Effect.all(
         [
           usage.current(principal.accountId, period, "links"),
           usage.current(principal.accountId, period, "image_uploads"),
-          storageRepo.current(principal.accountId)
+          storageRepo.current(principal.accountId),
+          usage.current(principal.accountId, period, "snapshots")
         ],
         { concurrency: "unbounded" }
       )
@@ -51,6 +53,7 @@ export class Usage extends Effect.Service<Usage>()("Usage", {
         plan: principal.plan,
         links: { used: links, limit: linkQuota(plan, principal.unmetered) },
         imageUploads: { used: uploads, limit: imageUploadQuota(plan, principal.unmetered) },
+        snapshots: { used: snapshots, limit: snapshotQuota(plan, principal.unmetered) },
         storage: {
           // Ordinary keys count only ordinary images against their limit; Partner keys see the total.
           used: principal.unmetered ? total : storage.ordinary,
