@@ -339,7 +339,7 @@ export const SnapshotEvent = Schema.Union(
   SnapshotPublished,
   SnapshotWithdrawn
 ).annotations({ identifier: "SnapshotEvent", description: "Topic snapshots.v1, keyed by snapshot id." })
-export type SnapshotEventType = typeof SnapshotEvent.Type["type"]
+export type SnapshotEventType = (typeof SnapshotEvent.Type)["type"]
 
 /** Every topic with its events, in the order the catalogue lists them. */
 export const Catalogue = [

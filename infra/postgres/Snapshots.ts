@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { AccountId } from "../../domain/Account.js"
-import { Topics, type SnapshotEventType, SnapshotEventData } from "../../domain/Events.js"
+import { SnapshotEventData, type SnapshotEventType, Topics } from "../../domain/Events.js"
 import { Outbox } from "../../domain/ports/Outbox.js"
 import {
   type CaptureResult,

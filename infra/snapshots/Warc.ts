@@ -16,7 +16,12 @@ const requestRecord = (entry: ManifestEntry, date: string) => {
       type: "request",
       warcVersion: "WARC/1.1",
       statusline: `GET ${url.pathname}${url.search} HTTP/1.1`,
-      httpHeaders: { Host: url.host, Accept: "*/*", "Accept-Encoding": "identity", "User-Agent": "shortlinks-fetcher/1.0" }
+      httpHeaders: {
+        Host: url.host,
+        Accept: "*/*",
+        "Accept-Encoding": "identity",
+        "User-Agent": "shortlinks-fetcher/1.0"
+      }
     },
     []
   )

@@ -40,7 +40,11 @@ export class Snapshots extends Effect.Service<Snapshots>()("Snapshots", {
     const checkUrl = (url: string) =>
       (fetcher.precheck?.(url) ?? Effect.void).pipe(
         Effect.mapError(
-          (e) => new UrlNotAllowed({ message: "The URL is not allowed for a server-side fetch.", reason: `url: ${e.reason}` })
+          (e) =>
+            new UrlNotAllowed({
+              message: "The URL is not allowed for a server-side fetch.",
+              reason: `url: ${e.reason}`
+            })
         )
       )
 
@@ -96,12 +100,20 @@ export class Snapshots extends Effect.Service<Snapshots>()("Snapshots", {
         })
       }
       const load = (sha256: string) =>
-        blobs.get(snapshotBlobKey(sha256)).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.dieMessage(`blob ${sha256} is missing`), onSome: Effect.succeed }))
-        )
+        blobs
+          .get(snapshotBlobKey(sha256))
+          .pipe(
+            Effect.flatMap(
+              Option.match({ onNone: () => Effect.dieMessage(`blob ${sha256} is missing`), onSome: Effect.succeed })
+            )
+          )
       const runtime = yield* Effect.runtime<never>()
       const bytes = yield* Effect.promise(() =>
-        buildWarc(manifest.value, (entry) => Runtime.runPromise(runtime)(Effect.orDie(load(entry.sha256))), `${snapshot.id}.warc`)
+        buildWarc(
+          manifest.value,
+          (entry) => Runtime.runPromise(runtime)(Effect.orDie(load(entry.sha256))),
+          `${snapshot.id}.warc`
+        )
       )
       return { snapshot, bytes }
     })
