@@ -171,10 +171,12 @@ export const capturePage = (url: string, budget: CaptureBudget = SNAPSHOT_BUDGET
       toStore.set(servedSha, { bytes: served, type: "text/css; charset=utf-8" })
       resources.push(entryOf(f, servedSha))
     }
+    const capturedAt = new Date().toISOString()
     const pageSha = sha256(page.body)
     toStore.set(pageSha, { bytes: page.body, type: pageType })
     let pageServedSha = pageSha
     if (parsed !== undefined) {
+      parsed.addNotice(capturedAt, page.finalUrl)
       const served = new TextEncoder().encode(
         parsed.render((ref) => (fetched.has(ref) ? snapshotResourceName(fetched.get(ref)!.sha256) : undefined))
       )
@@ -197,6 +199,6 @@ export const capturePage = (url: string, budget: CaptureBudget = SNAPSHOT_BUDGET
       sha256: pageSha,
       resourceCount: resources.length,
       resourceBytes: totalBytes,
-      manifest: { page: pageEntry, resources, skipped, capturedAt: new Date().toISOString() }
+      manifest: { page: pageEntry, resources, skipped, capturedAt }
     } satisfies CaptureResult
   })

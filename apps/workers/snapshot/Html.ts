@@ -38,6 +38,32 @@ const STRIPPED_ATTRS = new Set(["ping", "integrity", "nonce", "crossorigin", "ac
 
 export interface ParsedPage extends Rewritable {
   readonly title: string | null
+  /** Adds the capture notice (time and original URL) at the top of the body; call before render. */
+  readonly addNotice: (capturedAt: string, originalUrl: string) => void
+}
+
+const NOTICE_STYLE =
+  "all:initial;display:block;font:13px/1.4 sans-serif;background:#fffbe6;color:#333;border-bottom:1px solid #e0d890;padding:6px 10px"
+
+/** The notice element: plain text nodes, so nothing in the URL can become markup. */
+const noticeElement = (capturedAt: string, originalUrl: string): Element => {
+  const el = {
+    nodeName: "div",
+    tagName: "div",
+    attrs: [
+      { name: "id", value: "snapshot-notice" },
+      { name: "style", value: NOTICE_STYLE }
+    ],
+    namespaceURI: "http://www.w3.org/1999/xhtml",
+    childNodes: [] as Array<DefaultTreeAdapterMap["childNode"]>,
+    parentNode: null
+  } as unknown as Element
+  el.childNodes.push({
+    nodeName: "#text",
+    value: `Snapshot captured ${capturedAt} from ${originalUrl}. Scripts are disabled and links do not navigate.`,
+    parentNode: el
+  } as unknown as DefaultTreeAdapterMap["childNode"])
+  return el
 }
 
 const isElement = (n: Node): n is Element => "tagName" in n
@@ -136,9 +162,19 @@ export const processHtml = (html: string, pageUrl: string): ParsedPage => {
   }
   walk(document)
 
+  const addNotice = (capturedAt: string, originalUrl: string) => {
+    const html = document.childNodes.find((n): n is Element => isElement(n) && n.tagName === "html")
+    const body = html?.childNodes.find((n): n is Element => isElement(n) && n.tagName === "body")
+    if (body === undefined) return
+    const notice = noticeElement(capturedAt, originalUrl)
+    ;(notice as { parentNode: unknown }).parentNode = body
+    body.childNodes.unshift(notice)
+  }
+
   return {
     refs: [...refs],
     title,
+    addNotice,
     render: (map) => {
       for (const render of renders) render(map)
       return serialize(document)
