@@ -3,6 +3,7 @@ import type { Principal } from "../../../domain/Account.js"
 import { NotFound, QuotaExceeded, UrlNotAllowed } from "../../../domain/Errors.js"
 import { quotaDetail, snapshotHostQuota, snapshotQuota, usagePeriod } from "../../../domain/Plan.js"
 import { BlobStore } from "../../../domain/ports/BlobStore.js"
+import { Transactions } from "../../../domain/ports/Database.js"
 import { SafeFetcher } from "../../../domain/ports/SafeFetcher.js"
 import { SnapshotRepo, type SnapshotRepoShape } from "../../../domain/ports/SnapshotRepo.js"
 import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
@@ -22,11 +23,24 @@ const owned = (repo: SnapshotRepoShape, principal: Principal, id: string) =>
   )
 
 /**
+ * An operator's withdrawal (`cli snapshots withdraw`), in its own transaction: the snapshot
+ * host answers 404 from the next request on. Withdrawing twice changes nothing.
+ */
+export const withdrawSnapshot = (id: string) =>
+  Effect.gen(function* () {
+    const repo = yield* SnapshotRepo
+    const transactions = yield* Transactions
+    const withdrawn = isSnapshotId(id) ? yield* transactions.withTransaction(repo.withdraw(id)) : Option.none()
+    if (Option.isNone(withdrawn)) return yield* notFound
+    return withdrawn.value
+  })
+
+/**
  * Snapshots: the use cases the API and the CLI share. Creating checks what can be checked
  * at once (syntax by the schema; scheme, credentials, the service's own hosts and literal
  * private addresses here, by the SafeFetcher's rules); name resolution and fetching happen
  * in the capture worker (apps/workers/SnapshotCapture.ts). Writes run in the caller's
- * transaction.
+ * transaction. The CLI withdraws with `withdrawSnapshot`.
  */
 export class Snapshots extends Effect.Service<Snapshots>()("Snapshots", {
   effect: Effect.gen(function* () {
@@ -118,13 +132,6 @@ export class Snapshots extends Effect.Service<Snapshots>()("Snapshots", {
       return { snapshot, bytes }
     })
 
-    /** An operator's withdrawal (the CLI): served 404 from now on. */
-    const withdraw = Effect.fn("Snapshots.withdraw")(function* (id: string) {
-      const withdrawn = isSnapshotId(id) ? yield* repo.withdraw(id) : Option.none()
-      if (Option.isNone(withdrawn)) return yield* notFound
-      return withdrawn.value
-    })
-
-    return { create, get, list, warc, withdraw, snapshotHost: config.snapshotHost, apiBase: config.apiBase } as const
+    return { create, get, list, warc, snapshotHost: config.snapshotHost, apiBase: config.apiBase } as const
   })
 }) {}
