@@ -108,8 +108,19 @@ export class SnapshotRecord extends Snapshot.extend<SnapshotRecord>("SnapshotRec
   seq: Schema.BigIntFromSelf
 }) {}
 
+export interface SnapshotBudget {
+  readonly maxPageBytes: number
+  readonly maxResources: number
+  readonly maxResourceBytes: number
+  readonly pageTimeoutMs: number
+  readonly resourceTimeoutMs: number
+  readonly maxRedirects: number
+  readonly maxCssDepth: number
+  readonly concurrency: number
+}
+
 /** The capture budget (documented in README): what one snapshot may fetch and store. */
-export const SNAPSHOT_BUDGET = {
+export const SNAPSHOT_BUDGET: SnapshotBudget = {
   /** The page itself. */
   maxPageBytes: 10 * 1024 * 1024,
   /** Sub-resources stored, at most. */
@@ -125,7 +136,7 @@ export const SNAPSHOT_BUDGET = {
   maxCssDepth: 4,
   /** Fetches of one capture at once. */
   concurrency: 6
-} as const
+}
 
 /** Where a stored response lives in the blob store: by its SHA-256, so identical bytes are stored once. */
 export const snapshotBlobKey = (sha256: string): string => `snapshots/sha256/${sha256.slice(0, 2)}/${sha256}`

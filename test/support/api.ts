@@ -91,6 +91,8 @@ export interface TestApiOptions {
    * local server), the configured public hosts as its own; every other refused range stays refused.
    */
   readonly fetcher?: SafeFetcherOptions
+  /** The file blob store's directory (default: a fresh temporary one, removed on close; a given one is kept). */
+  readonly blobDir?: string
 }
 
 let chdbDir: string | undefined
@@ -140,7 +142,7 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     shortBase: overrides.shortBase ?? "http://sho.rt",
     ...(overrides.imageHost === undefined ? {} : { imageHost: overrides.imageHost })
   })
-  const blobDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-blobs-"))
+  const blobDir = overrides.blobDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-blobs-"))
   const analyticsEngine = overrides.analytics ?? "chdb"
   const analyticsDatabase = uniqueDatabase()
   if (analyticsEngine === "chdb") chdbApis++
@@ -205,7 +207,7 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     close: async () => {
       await runtime.dispose()
       await dropTestDatabase(databaseUrl)
-      fs.rmSync(blobDir, { recursive: true, force: true })
+      if (overrides.blobDir === undefined) fs.rmSync(blobDir, { recursive: true, force: true })
       if (analyticsEngine === "clickhouse") await dropClickHouseDatabase(analyticsDatabase)
       else if (--chdbApis === 0) removeTestChdbDir()
     }

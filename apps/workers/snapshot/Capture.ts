@@ -3,7 +3,13 @@ import { Data, Effect } from "effect"
 import { BlobStore } from "../../../domain/ports/BlobStore.js"
 import { type FetchError, type FetchedResponse, SafeFetcher } from "../../../domain/ports/SafeFetcher.js"
 import { type CaptureResult, SnapshotJobRepo } from "../../../domain/ports/SnapshotRepo.js"
-import { type ManifestEntry, SNAPSHOT_BUDGET, snapshotBlobKey, snapshotResourceName } from "../../../domain/Snapshot.js"
+import {
+  type ManifestEntry,
+  SNAPSHOT_BUDGET,
+  type SnapshotBudget,
+  snapshotBlobKey,
+  snapshotResourceName
+} from "../../../domain/Snapshot.js"
 import { processCss, type Rewritable } from "./Css.js"
 import { processHtml } from "./Html.js"
 
@@ -13,7 +19,7 @@ export class CaptureFailed extends Data.TaggedError("CaptureFailed")<{
   readonly temporary: boolean
 }> {}
 
-export type CaptureBudget = typeof SNAPSHOT_BUDGET
+export type CaptureBudget = SnapshotBudget
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
 const KEPT_HEADERS = ["date", "last-modified", "etag", "content-language", "content-encoding"]
