@@ -6,28 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { parseSrcset } from "../../apps/workers/snapshot/Srcset.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope } from "../support/http.js"
-import type { Envelope } from "../support/resources.js"
+import type { Envelope, Snapshot } from "../support/resources.js"
 import { filesUnder, startCaptureWorker, startSnapshotHost, tempBlobDir } from "../support/snapshots.js"
 import { startSite } from "../support/snapshotSite.js"
 import { waitFor } from "../support/waitFor.js"
 
-export interface Snapshot {
-  readonly id: string
-  readonly url: string
-  readonly final_url: string | null
-  readonly http_status: number | null
-  readonly title: string | null
-  readonly content_type: string | null
-  readonly bytes: number | null
-  readonly sha256: string | null
-  readonly resources: { readonly count: number; readonly bytes: number }
-  readonly capture_status: string
-  readonly publication_status: string
-  readonly failure: string | null
-  readonly snapshot_url: string
-  readonly warc_url: string
-  readonly captured_at: string | null
-}
 
 let t: TestApi
 let acct: TestAccount
