@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError } from "../support/http.js"
 import type { Envelope, Page, Snapshot, Usage } from "../support/resources.js"
-import { startCaptureWorker, startSnapshotHost, tempBlobDir } from "../support/snapshots.js"
 import { startSite } from "../support/snapshotSite.js"
+import { startCaptureWorker, startSnapshotHost, tempBlobDir } from "../support/snapshots.js"
 import { waitFor } from "../support/waitFor.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
@@ -93,9 +93,19 @@ describe("scopes, ownership, idempotency, paging", () => {
   it("POST needs snapshots:write and GET snapshots:read (403 api_scope_required naming it)", async () => {
     const reader = await t.newAccount(["snapshots:read"])
     const writer = await t.newAccount(["snapshots:write"])
-    expectError(await post(reader.key, { url: `${site.origin}/page.html` }), 403, "api_scope_required", /snapshots:write/)
+    expectError(
+      await post(reader.key, { url: `${site.origin}/page.html` }),
+      403,
+      "api_scope_required",
+      /snapshots:write/
+    )
     const s = expectEnvelope(await post(writer.key, { url: `${site.origin}/page.html` }), 202)
-    expectError(await call(`${t.api}/snapshots/${s.id}`, { key: writer.key }), 403, "api_scope_required", /snapshots:read/)
+    expectError(
+      await call(`${t.api}/snapshots/${s.id}`, { key: writer.key }),
+      403,
+      "api_scope_required",
+      /snapshots:read/
+    )
     expectError(await call(`${t.api}/snapshots/${s.id}/warc`, { key: writer.key }), 403, "api_scope_required")
     expectError(await call(`${t.api}/snapshots/${s.id}`), 401, "unauthenticated")
   })
@@ -117,7 +127,12 @@ describe("scopes, ownership, idempotency, paging", () => {
     expect(again.headers.get("idempotent-replayed")).toBe("true")
     expectError(await post(acct.key, { url: `${site.origin}/other.html` }, key), 409, "idempotency_key_reused")
     expectError(
-      await call(`${t.api}/snapshots`, { method: "POST", key: acct.key, body: { url: "https://e.com/" }, idempotencyKey: null }),
+      await call(`${t.api}/snapshots`, {
+        method: "POST",
+        key: acct.key,
+        body: { url: "https://e.com/" },
+        idempotencyKey: null
+      }),
       400,
       "idempotency_key_required"
     )
@@ -127,7 +142,8 @@ describe("scopes, ownership, idempotency, paging", () => {
     // Unmetered: five captures of one host at once are past the free plan's snapshot_captures_per_host.
     const a = await t.newAccount(undefined, { unmetered: true })
     const ids: Array<string> = []
-    for (let i = 0; i < 5; i++) ids.push(expectEnvelope(await post(a.key, { url: `${site.origin}/page.html?${i}` }), 202).id)
+    for (let i = 0; i < 5; i++)
+      ids.push(expectEnvelope(await post(a.key, { url: `${site.origin}/page.html?${i}` }), 202).id)
     const seen: Array<string> = []
     let cursor: string | null = null
     do {
@@ -148,7 +164,12 @@ describe("plan limits and usage", () => {
   it("snapshots_per_month: the second snapshot is 403 quota_exceeded; an Unmetered Partner Key skips it but not URL safety", async () => {
     const a = await t.newAccount(undefined, { plan: "onesnap" })
     expectEnvelope(await post(a.key, { url: `${site.origin}/page.html` }), 202)
-    expectError(await post(a.key, { url: `${site.origin}/page.html` }), 403, "quota_exceeded", /snapshots_per_month: 1 of 1/)
+    expectError(
+      await post(a.key, { url: `${site.origin}/page.html` }),
+      403,
+      "quota_exceeded",
+      /snapshots_per_month: 1 of 1/
+    )
     const usage = expectEnvelope(await call<Envelope<Usage>>(`${t.api}/usage`, { key: a.key }), 200)
     expect(usage.snapshots).toEqual({ used: 1, limit: 1 })
     const partner = await t.newKey(a.accountId, ["snapshots:write", "snapshots:read"], { unmetered: true })

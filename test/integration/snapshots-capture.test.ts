@@ -7,10 +7,9 @@ import { parseSrcset } from "../../apps/workers/snapshot/Srcset.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope } from "../support/http.js"
 import type { Envelope, Snapshot } from "../support/resources.js"
-import { filesUnder, startCaptureWorker, startSnapshotHost, tempBlobDir } from "../support/snapshots.js"
 import { startSite } from "../support/snapshotSite.js"
+import { filesUnder, startCaptureWorker, startSnapshotHost, tempBlobDir } from "../support/snapshots.js"
 import { waitFor } from "../support/waitFor.js"
-
 
 let t: TestApi
 let acct: TestAccount
@@ -94,7 +93,13 @@ describe("capturing a local page with images, CSS, fonts, srcset and scripts", (
     for (const p of ["/js/app.js", "/js/preloaded.js", "/frame.html", "/media/movie.mp4", "/img/poster.png"]) {
       expect(site.hits.get(p) ?? 0, p).toBe(0)
     }
-    for (const p of ["/css/main.css", "/css/imported.css", "/css/inline-import.css", "/fonts/t.woff2", "/img/deep.png"]) {
+    for (const p of [
+      "/css/main.css",
+      "/css/imported.css",
+      "/css/inline-import.css",
+      "/fonts/t.woff2",
+      "/img/deep.png"
+    ]) {
       expect(site.hits.get(p), p).toBe(1)
     }
   })
@@ -130,7 +135,8 @@ describe("capturing a local page with images, CSS, fonts, srcset and scripts", (
           found.push({ url: a.value, base: pageUrl })
         }
         if (a.name === "srcset") for (const c of parseSrcset(a.value)) found.push({ url: c.url, base: pageUrl })
-        if (a.name === "style") for (const u of cssUrls(a.value, "declarationList")) found.push({ url: u, base: pageUrl })
+        if (a.name === "style")
+          for (const u of cssUrls(a.value, "declarationList")) found.push({ url: u, base: pageUrl })
       }
       if (el.tagName === "style") {
         const text = el.childNodes.map((c) => ("value" in c ? c.value : "")).join("")
@@ -182,13 +188,17 @@ describe("captures that follow redirects, meet limits or fail", () => {
     ["an origin answering 404", "/gone.html", /^source_rejected: the site answered HTTP 404/],
     ["an origin answering 500", "/broken.html", /^source_unreachable: .*\(after 4 attempts\)/],
     ["a page slower than the page timeout", "/slow.html", /^source_unreachable: no complete answer within 4000 ms/]
-  ])("%s ends failed with a reason", async (_what, path, reason) => {
-    const s = await settled((await request(`${site.origin}${path}`)).id)
-    expect(s.capture_status).toBe("failed")
-    expect(s.publication_status).toBe("unpublished")
-    expect(s.failure).toMatch(reason)
-    expect((await served(s)).status).toBe(404)
-  }, 120_000)
+  ])(
+    "%s ends failed with a reason",
+    async (_what, path, reason) => {
+      const s = await settled((await request(`${site.origin}${path}`)).id)
+      expect(s.capture_status).toBe("failed")
+      expect(s.publication_status).toBe("unpublished")
+      expect(s.failure).toMatch(reason)
+      expect((await served(s)).status).toBe(404)
+    },
+    120_000
+  )
 
   it("keeps to the resource budget: 100 of 120 images are stored, the page is still captured", async () => {
     const s = await settled((await request(`${site.origin}/many.html`)).id)
