@@ -125,7 +125,7 @@ describe("OpenAPI document", () => {
     expect(codesOf(op("/v1/links/{id}", "get"), "404")).toEqual(["not_found"])
   })
 
-  it("documents 403 quota_exceeded where a plan limit applies: link create, link options, image upload and import", () => {
+  it("documents 403 quota_exceeded where a plan limit applies: link create, link options, image upload and import, snapshot create", () => {
     const withQuota: Array<string> = []
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(item)) {
@@ -136,7 +136,8 @@ describe("OpenAPI document", () => {
       "patch /v1/links/{id}/options",
       "post /v1/images",
       "post /v1/images/url",
-      "post /v1/links"
+      "post /v1/links",
+      "post /v1/snapshots"
     ])
     expect(doc.components.schemas.QuotaExceededError.description).toMatch(/quota/)
     expect(doc.components.schemas.RateLimitedError.description).toMatch(/Retry-After/)
