@@ -30,7 +30,6 @@ const secured = <A extends HttpAnswer>(a: A, status: number): A =>
     .writeHeader("X-Robots-Tag", "noindex, nofollow")
     .writeHeader("Referrer-Policy", "no-referrer")
     .writeHeader("X-Content-Type-Options", "nosniff")
-    .writeHeader("Cross-Origin-Resource-Policy", "same-origin")
     .writeHeader("Cache-Control", "no-cache")
 
 const notFound = (a: HttpAnswer) => secured(a, 404).writeHeader("Content-Type", TEXT).end("Snapshot not found.\n")

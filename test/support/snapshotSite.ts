@@ -25,7 +25,8 @@ export const PAGE = `<!doctype html>
 </body></html>`
 
 /** The site's routes; `/img/slow.png` answers after `slowMs`. */
-export const siteRoutes = (slowMs: number): Record<string, Route> => {
+export const siteRoutes = async (slowMs: number): Promise<Record<string, Route>> => {
+  const slowPng = await png(3)
   const routes: Record<string, Route> = {
     "/page.html": send(HTML, PAGE),
     "/css/main.css": send(
@@ -35,16 +36,16 @@ export const siteRoutes = (slowMs: number): Record<string, Route> => {
     "/css/imported.css": send(CSS, `.deep { background-image: url("/img/deep.png") }`),
     "/css/inline-import.css": send(CSS, `.x { border-image: url(/img/border.png) }`),
     "/fonts/t.woff2": send("font/woff2", Buffer.from("wOF2-fake-font-bytes")),
-    "/favicon.png": send("image/png", png(1)),
+    "/favicon.png": send("image/png", await png(1)),
     "/js/app.js": send("application/javascript", "window.ran = true"),
     "/js/preloaded.js": send("application/javascript", "window.ran = true"),
     "/frame.html": send(HTML, "<p>frame</p>"),
     "/media/movie.mp4": send("video/mp4", Buffer.alloc(10)),
-    "/img/poster.png": send("image/png", png(2)),
+    "/img/poster.png": send("image/png", await png(2)),
     "/img/broken.png": send("text/plain", "oops", 500),
     "/img/slow.png": async (_req, res) => {
       await new Promise((r) => setTimeout(r, slowMs))
-      res.writeHead(200, { "content-type": "image/png" }).end(png(3))
+      res.writeHead(200, { "content-type": "image/png" }).end(slowPng)
     },
     "/redirect": (_req, res) => void res.writeHead(302, { location: "/redirect2" }).end(),
     "/redirect2": (_req, res) => void res.writeHead(301, { location: "/page.html" }).end(),
@@ -63,10 +64,10 @@ export const siteRoutes = (slowMs: number): Record<string, Route> => {
     )
   }
   for (const name of ["hero", "body-bg", "a", "a-1x", "a-2x", "pic", "pic-fallback", "css-bg", "deep", "border"]) {
-    routes[`/img/${name}.png`] = send("image/png", png(name.length * 7 + name.charCodeAt(0)))
+    routes[`/img/${name}.png`] = send("image/png", await png(name.length * 7 + name.charCodeAt(0)))
   }
-  for (let i = 0; i < 120; i++) routes[`/many/${i}.png`] = send("image/png", Buffer.concat([png(i), Buffer.from([i])]))
+  for (let i = 0; i < 120; i++) routes[`/many/${i}.png`] = send("image/png", await png(i + 200))
   return routes
 }
 
-export const startSite = (slowMs = 200) => startOrigin(siteRoutes(slowMs))
+export const startSite = async (slowMs = 200) => startOrigin(await siteRoutes(slowMs))

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Layer, Logger, LogLevel, ManagedRuntime, Option, Redacted } from "effect"
+import sharp from "sharp"
 import { SnapshotHost, SnapshotHostLayer } from "../../apps/snapshots/SnapshotHost.js"
 import { type SnapshotCaptureOptions, snapshotCaptureLayer } from "../../apps/workers/SnapshotCapture.js"
 import { BlobStore } from "../../domain/ports/BlobStore.js"
@@ -98,10 +99,15 @@ export const send =
     res.writeHead(status, { "content-type": type }).end(body)
   }
 
-/** A tiny valid PNG (1×1), different per seed byte. */
-export const png = (seed: number) =>
-  Buffer.concat([
-    Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489", "hex"),
-    Buffer.from([seed & 0xff]),
-    Buffer.from("0000000d4944415478da63f8cfc0f01f0005000201a0f3ff0000000049454e44ae426082", "hex")
-  ])
+/** A small valid PNG (24×24) whose colour (and so bytes) depends on the seed. */
+export const png = (seed: number): Promise<Buffer> =>
+  sharp({
+    create: {
+      width: 24,
+      height: 24,
+      channels: 3,
+      background: { r: (seed * 53) % 256, g: (seed * 97) % 256, b: (seed * 29) % 256 }
+    }
+  })
+    .png()
+    .toBuffer()
