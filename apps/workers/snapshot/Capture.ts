@@ -189,11 +189,16 @@ export const capturePage = (url: string, budget: CaptureBudget = SNAPSHOT_BUDGET
       pageServedSha = sha256(served)
       toStore.set(pageServedSha, { bytes: served, type: "text/html; charset=utf-8" })
     }
-    for (const [sha, { bytes, type }] of toStore) {
-      if (yield* jobs.blobKnown(sha)) continue
-      yield* blobs.put(snapshotBlobKey(sha), bytes, type)
-      yield* jobs.blobStored(sha, bytes.length)
-    }
+    yield* Effect.forEach(
+      toStore,
+      ([sha, { bytes, type }]) =>
+        Effect.gen(function* () {
+          if (yield* jobs.blobKnown(sha)) return
+          yield* blobs.put(snapshotBlobKey(sha), bytes, type)
+          yield* jobs.blobStored(sha, bytes.length)
+        }),
+      { concurrency: budget.concurrency, discard: true }
+    )
 
     const pageEntry = entryOf({ url, response: page, sha256: pageSha, css: undefined }, pageServedSha)
     return {
