@@ -61,7 +61,8 @@ describe("GET /usage", () => {
       images: {
         uploads: { used: 0, limit: free.image_uploads_per_month },
         storage_bytes: { used: 0, limit: free.storage_bytes, total_used: 0, unmetered_used: 0 }
-      }
+      },
+      snapshots: { used: 0, limit: free.snapshots_per_month }
     })
   })
 
@@ -82,7 +83,8 @@ describe("GET /usage", () => {
           total_used: png.length + bigger.length,
           unmetered_used: 0
         }
-      }
+      },
+      snapshots: { used: 0, limit: DEFAULT_PLANS.free!.snapshots_per_month }
     })
   })
 
@@ -112,7 +114,8 @@ describe("GET /usage", () => {
           total_used: png.length + bigger.length,
           unmetered_used: bigger.length
         }
-      }
+      },
+      snapshots: { used: 0, limit: null }
     })
   })
 

@@ -37,12 +37,14 @@ describe("Usage.get", () => {
           plan: "free",
           links: { used: 3, limit: 7 },
           imageUploads: { used: 2, limit: 5 },
+          snapshots: { used: 0, limit: 10_000 },
           storage: { used: PNG.length, limit: 100, totalUsed: 2 * PNG.length, unmeteredUsed: PNG.length }
         })
         expect(unmetered).toEqual({
           plan: "free",
           links: { used: 3, limit: null },
           imageUploads: { used: 2, limit: null },
+          snapshots: { used: 0, limit: null },
           storage: { used: 2 * PNG.length, limit: null, totalUsed: 2 * PNG.length, unmeteredUsed: PNG.length }
         })
       })
