@@ -371,14 +371,7 @@ export const Catalogue = [
     key: "snapshot id",
     description:
       "Every change of a Snapshot, in order per snapshot: request, capture (start, end or failure), publication and withdrawal.",
-    events: [
-      SnapshotRequested,
-      SnapshotCaptureStarted,
-      SnapshotCaptured,
-      SnapshotFailed,
-      SnapshotPublished,
-      SnapshotWithdrawn
-    ]
+    events: SnapshotEvent.members
   },
   {
     topic: "clicks.v1",

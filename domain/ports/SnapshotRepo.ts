@@ -36,7 +36,7 @@ export interface SnapshotRepoShape {
     accountId: AccountId,
     search: { readonly afterSeq?: bigint | undefined; readonly limit: number }
   ) => Effect.Effect<ReadonlyArray<SnapshotRecord>>
-  /** The account's snapshots of this host still queued or capturing. */
+  /** The account's snapshots of this host still queued or capturing; holds the account+host lock until the transaction ends. */
   readonly inProgressForHost: (accountId: AccountId, host: string) => Effect.Effect<number>
   /** The stored manifest of a captured snapshot. */
   readonly manifest: (id: SnapshotId) => Effect.Effect<Option.Option<Manifest>>

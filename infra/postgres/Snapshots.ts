@@ -113,10 +113,15 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
+  /**
+   * Serialized per account and host until the caller's transaction ends (the request's), so
+   * that concurrent requests cannot both pass the limit.
+   */
   const inProgressForHost = (accountId: AccountId, host: string) =>
-    sql<{ n: number }>`
+    sql`SELECT pg_advisory_xact_lock(hashtext(${`snapshot-host ${accountId} ${host}`}))`.pipe(
+      Effect.zipRight(sql<{ n: number }>`
       SELECT count(*)::int AS n FROM snapshots
-      WHERE account_id = ${accountId} AND host = ${host} AND capture_status IN ('queued', 'capturing')`.pipe(
+      WHERE account_id = ${accountId} AND host = ${host} AND capture_status IN ('queued', 'capturing')`),
       Effect.map((rows) => rows[0]?.n ?? 0),
       Effect.orDie
     )

@@ -2,11 +2,10 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import puppeteer, { type Browser } from "puppeteer-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { call, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope } from "../support/http.js"
 import type { Envelope, Snapshot } from "../support/resources.js"
-import { startSite } from "../support/snapshotSite.js"
-import { startCaptureWorker, startSnapshotHost, tempBlobDir } from "../support/snapshots.js"
+import { startSnapshotWorld } from "../support/snapshotSite.js"
 import { waitFor } from "../support/waitFor.js"
 
 const CHROMIUM = "/usr/bin/chromium"
@@ -17,20 +16,15 @@ describe.skipIf(!hasChromium)(
   `a published snapshot in headless Chromium (skipped when ${CHROMIUM} is not installed)`,
   { timeout: 180_000 },
   () => {
+    let world: Awaited<ReturnType<typeof startSnapshotWorld>>
     let t: TestApi
     let acct: TestAccount
-    let site: Awaited<ReturnType<typeof startSite>>
-    let host: Awaited<ReturnType<typeof startSnapshotHost>>
-    let worker: Awaited<ReturnType<typeof startCaptureWorker>>
     let browser: Browser
-    const blobDir = tempBlobDir()
 
     beforeAll(async () => {
-      site = await startSite(50)
-      t = await startTestApi({ blobDir })
+      world = await startSnapshotWorld({ slowMs: 50 })
+      t = world.t
       acct = await t.newAccount()
-      worker = await startCaptureWorker(t.databaseUrl, blobDir)
-      host = await startSnapshotHost(t.databaseUrl, blobDir)
       browser = await puppeteer.launch({
         executablePath: CHROMIUM,
         headless: true,
@@ -39,14 +33,11 @@ describe.skipIf(!hasChromium)(
     }, 180_000)
     afterAll(async () => {
       await browser?.close()
-      await worker?.dispose()
-      await host?.close()
-      await site?.close()
-      await t?.close()
-      fs.rmSync(blobDir, { recursive: true, force: true })
+      await world?.close()
     })
 
     it("opens with its text, images and styles, makes no request off the snapshot host, runs no script; screenshot saved", async () => {
+      const { site, host } = world
       const created = expectEnvelope(
         await call<Envelope<Snapshot>>(`${t.api}/snapshots`, {
           method: "POST",

@@ -1,39 +1,27 @@
 import { spawn } from "node:child_process"
-import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { call, idem, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope, expectError } from "../support/http.js"
 import type { Envelope, Page, Snapshot, Usage } from "../support/resources.js"
-import { startSite } from "../support/snapshotSite.js"
-import { startCaptureWorker, startSnapshotHost, tempBlobDir } from "../support/snapshots.js"
+import { startSnapshotWorld } from "../support/snapshotSite.js"
 import { waitFor } from "../support/waitFor.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
+let world: Awaited<ReturnType<typeof startSnapshotWorld>>
 let t: TestApi
 let acct: TestAccount
-let site: Awaited<ReturnType<typeof startSite>>
-let host: Awaited<ReturnType<typeof startSnapshotHost>>
-let worker: Awaited<ReturnType<typeof startCaptureWorker>>
-const blobDir = tempBlobDir()
+let site: typeof world.site
+let host: typeof world.host
 
 beforeAll(async () => {
-  site = await startSite()
-  t = await startTestApi({
-    blobDir,
-    plans: { onesnap: { snapshots_per_month: 1 }, onehost: { snapshot_captures_per_host: 1 } }
+  world = await startSnapshotWorld({
+    api: { plans: { onesnap: { snapshots_per_month: 1 }, onehost: { snapshot_captures_per_host: 1 } } }
   })
+  ;({ t, site, host } = world)
   acct = await t.newAccount()
-  worker = await startCaptureWorker(t.databaseUrl, blobDir)
-  host = await startSnapshotHost(t.databaseUrl, blobDir)
 })
-afterAll(async () => {
-  await worker?.dispose()
-  await host?.close()
-  await site?.close()
-  await t?.close()
-  fs.rmSync(blobDir, { recursive: true, force: true })
-})
+afterAll(() => world?.close())
 
 const post = (key: string, body: unknown, idempotencyKey?: string) =>
   call<Envelope<Snapshot>>(`${t.api}/snapshots`, {

@@ -1,37 +1,28 @@
 import { createHash } from "node:crypto"
-import * as fs from "node:fs"
 import * as csstree from "css-tree"
 import { type DefaultTreeAdapterMap, parse } from "parse5"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { parseSrcset } from "../../apps/workers/snapshot/Srcset.js"
-import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { call, type TestAccount, type TestApi } from "../support/api.js"
 import { expectEnvelope } from "../support/http.js"
 import type { Envelope, Snapshot } from "../support/resources.js"
-import { startSite } from "../support/snapshotSite.js"
-import { filesUnder, startCaptureWorker, startSnapshotHost, tempBlobDir } from "../support/snapshots.js"
+import { startSnapshotWorld } from "../support/snapshotSite.js"
+import { filesUnder } from "../support/snapshots.js"
 import { waitFor } from "../support/waitFor.js"
 
+let world: Awaited<ReturnType<typeof startSnapshotWorld>>
 let t: TestApi
 let acct: TestAccount
-let site: Awaited<ReturnType<typeof startSite>>
-let host: Awaited<ReturnType<typeof startSnapshotHost>>
-let worker: Awaited<ReturnType<typeof startCaptureWorker>>
-const blobDir = tempBlobDir()
+let site: typeof world.site
+let host: typeof world.host
+let blobDir: string
 
 beforeAll(async () => {
-  site = await startSite(200)
-  t = await startTestApi({ blobDir })
+  world = await startSnapshotWorld()
+  ;({ t, site, host, blobDir } = world)
   acct = await t.newAccount()
-  worker = await startCaptureWorker(t.databaseUrl, blobDir)
-  host = await startSnapshotHost(t.databaseUrl, blobDir)
 })
-afterAll(async () => {
-  await worker?.dispose()
-  await host?.close()
-  await site?.close()
-  await t?.close()
-  fs.rmSync(blobDir, { recursive: true, force: true })
-})
+afterAll(() => world?.close())
 
 const request = async (url: string) => {
   const r = await call<Envelope<Snapshot>>(`${t.api}/snapshots`, { method: "POST", key: acct.key, body: { url } })

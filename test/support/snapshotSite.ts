@@ -1,4 +1,6 @@
-import { png, type Route, send, startOrigin } from "./snapshots.js"
+import * as fs from "node:fs"
+import { startTestApi, type TestApiOptions } from "./api.js"
+import { png, type Route, send, startCaptureWorker, startOrigin, startSnapshotHost, tempBlobDir } from "./snapshots.js"
 
 const HTML = "text/html; charset=utf-8"
 const CSS = "text/css"
@@ -71,3 +73,28 @@ export const siteRoutes = async (slowMs: number): Promise<Record<string, Route>>
 }
 
 export const startSite = async (slowMs = 200) => startOrigin(await siteRoutes(slowMs))
+
+/**
+ * Everything a snapshot test runs: the local site, the API (on a fresh database), a capture
+ * worker and the snapshot host, sharing one blob directory. `close` stops them all.
+ */
+export const startSnapshotWorld = async (options: { slowMs?: number; api?: TestApiOptions } = {}) => {
+  const blobDir = tempBlobDir()
+  const site = await startSite(options.slowMs ?? 200)
+  const t = await startTestApi({ ...options.api, blobDir })
+  const worker = await startCaptureWorker(t.databaseUrl, blobDir)
+  const host = await startSnapshotHost(t.databaseUrl, blobDir)
+  return {
+    blobDir,
+    site,
+    t,
+    host,
+    close: async () => {
+      await worker.dispose()
+      await host.close()
+      await site.close()
+      await t.close()
+      fs.rmSync(blobDir, { recursive: true, force: true })
+    }
+  }
+}
