@@ -193,16 +193,30 @@ const makeJobs = (sql: PgClient.PgClient, emitting: Effect.Effect.Success<typeof
       Effect.orDie
     )
 
+  /** A job no longer worked on waits as `queued` again (no event: the next claim emits capture_started). */
+  const requeue = (id: string) =>
+    sql`
+      UPDATE snapshots SET capture_status = 'queued', updated_at = clock_timestamp()
+      WHERE id = ${id} AND capture_status = 'capturing'`
+
   const release = (id: string, owner: string) =>
     sql`
       UPDATE snapshot_jobs SET lease_owner = NULL, lease_until = NULL
-      WHERE snapshot_id = ${id} AND lease_owner = ${owner}`.pipe(Effect.asVoid, Effect.orDie)
+      WHERE snapshot_id = ${id} AND lease_owner = ${owner} RETURNING snapshot_id`.pipe(
+      Effect.flatMap((rows) => (rows.length > 0 ? requeue(id) : Effect.void)),
+      Effect.asVoid,
+      Effect.orDie
+    )
 
   const retryLater = (id: string, owner: string, error: string, delayMs: number) =>
     sql`
       UPDATE snapshot_jobs SET attempts = attempts + 1, last_error = ${error}, lease_owner = NULL, lease_until = NULL,
         not_before = clock_timestamp() + ${delayMs} * interval '1 millisecond'
-      WHERE snapshot_id = ${id} AND lease_owner = ${owner}`.pipe(Effect.asVoid, Effect.orDie)
+      WHERE snapshot_id = ${id} AND lease_owner = ${owner} RETURNING snapshot_id`.pipe(
+      Effect.flatMap((rows) => (rows.length > 0 ? requeue(id) : Effect.void)),
+      Effect.asVoid,
+      Effect.orDie
+    )
 
   const markCaptured = (id: string, owner: string, r: CaptureResult) =>
     sql<SnapshotRow>`
