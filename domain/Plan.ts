@@ -14,6 +14,8 @@ export interface PlanLimits {
   readonly storage_bytes: number
   /** Snapshots per calendar month (UTC). */
   readonly snapshots_per_month: number
+  /** Snapshots of one target host an account may have queued or capturing at once. */
+  readonly snapshot_captures_per_host: number
   /** Custom domains registered and not disabled. */
   readonly custom_domains: number
   /** Custom domain registrations in any 24 hours (disabled ones count: the rate of POST /domains). */
@@ -40,6 +42,7 @@ export const DEFAULT_PLANS: PlanTable = {
     image_uploads_per_month: 10_000,
     storage_bytes: 10 * GiB,
     snapshots_per_month: 10_000,
+    snapshot_captures_per_host: 4,
     custom_domains: 5,
     domain_registrations_per_day: 20,
     link_expiry_max_days: 365,
@@ -51,6 +54,7 @@ export const DEFAULT_PLANS: PlanTable = {
     image_uploads_per_month: 100_000,
     storage_bytes: 100 * GiB,
     snapshots_per_month: 100_000,
+    snapshot_captures_per_host: 16,
     custom_domains: 50,
     domain_registrations_per_day: 200,
     link_expiry_max_days: null,
@@ -62,6 +66,7 @@ export const DEFAULT_PLANS: PlanTable = {
     image_uploads_per_month: 1_000_000,
     storage_bytes: 1024 * GiB,
     snapshots_per_month: 1_000_000,
+    snapshot_captures_per_host: 64,
     custom_domains: 500,
     domain_registrations_per_day: 2_000,
     link_expiry_max_days: null,
@@ -87,6 +92,7 @@ export const PlanOverride = Schema.Struct({
   image_uploads_per_month: optional(Count),
   storage_bytes: optional(Count),
   snapshots_per_month: optional(Count),
+  snapshot_captures_per_host: optional(Count),
   custom_domains: optional(Count),
   domain_registrations_per_day: optional(Count),
   link_expiry_max_days: optional(
@@ -142,7 +148,7 @@ export const usagePeriod = (now: Date): string => {
 }
 
 /** Metrics counted per account and period (usage_counters.metric). */
-export type UsageMetric = "links" | "image_uploads"
+export type UsageMetric = "links" | "image_uploads" | "snapshots"
 
 /**
  * The monthly link quota that applies, or null when none does: Unmetered Partner Keys skip
@@ -172,6 +178,14 @@ export const domainQuota = (plan: PlanLimits, unmetered: boolean): number | null
 /** The registrations-per-24-hours limit that applies, or null for an Unmetered Partner Key. */
 export const domainRegistrationRate = (plan: PlanLimits, unmetered: boolean): number | null =>
   unmetered ? null : plan.domain_registrations_per_day
+
+/** The monthly snapshot quota that applies, or null for an Unmetered Partner Key (still counted). */
+export const snapshotQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
+  unmetered ? null : plan.snapshots_per_month
+
+/** Captures of one host an account may have in progress, or null for an Unmetered Partner Key. */
+export const snapshotHostQuota = (plan: PlanLimits, unmetered: boolean): number | null =>
+  unmetered ? null : plan.snapshot_captures_per_host
 
 /** `error.detail` of a used-up quota: the quota's name, what is used and the limit. */
 export const quotaDetail = (quota: keyof PlanLimits, used: number, limit: number): string =>

@@ -24,7 +24,9 @@ const ports = Config.all({
   shortPort: port("SHORT_PORT", 8081),
   mediaPort: port("MEDIA_PORT", 8082),
   // Health endpoints of a workers process run on its own (`npm run start:workers`).
-  workersPort: port("WORKERS_PORT", 8083)
+  workersPort: port("WORKERS_PORT", 8083),
+  // The snapshot host (apps/snapshots): its own origin, so captured pages share nothing with the others.
+  snapshotPort: port("SNAPSHOT_PORT", 8083)
 })
 
 /**
@@ -37,6 +39,7 @@ export const appConfig = Config.all({
   apiBase: httpBase("PUBLIC_API_BASE", "/v1"),
   shortBase: httpBase("PUBLIC_SHORT_BASE"),
   imageHost: httpBase("PUBLIC_IMAGE_HOST"),
+  snapshotHost: httpBase("PUBLIC_SNAPSHOT_HOST"),
   // Empty counts as unset: the embedded default.
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")).pipe(
     Config.map(Option.filter((url) => Redacted.value(url).trim() !== ""))
@@ -74,12 +77,13 @@ export const appConfig = Config.all({
     Config.withDefault("")
   )
 }).pipe(
-  Config.map(({ ports, apiBase, shortBase, imageHost, ...rest }) => ({
+  Config.map(({ ports, apiBase, shortBase, imageHost, snapshotHost, ...rest }) => ({
     ...ports,
     ...rest,
     apiBase: Option.getOrElse(apiBase, () => `http://localhost:${ports.apiPort}/v1`),
     shortBase: Option.getOrElse(shortBase, () => `http://localhost:${ports.shortPort}`),
-    imageHost: Option.getOrElse(imageHost, () => `http://localhost:${ports.mediaPort}`)
+    imageHost: Option.getOrElse(imageHost, () => `http://localhost:${ports.mediaPort}`),
+    snapshotHost: Option.getOrElse(snapshotHost, () => `http://localhost:${ports.snapshotPort}`)
   }))
 )
 
@@ -89,9 +93,12 @@ export interface AppConfigShape {
   readonly shortPort: number
   readonly mediaPort: number
   readonly workersPort: number
+  readonly snapshotPort: number
   readonly apiBase: string
   readonly shortBase: string
   readonly imageHost: string
+  /** {snapshot_host}: PUBLIC_SNAPSHOT_HOST, default http://localhost:SNAPSHOT_PORT. */
+  readonly snapshotHost: string
   readonly databaseUrl: Option.Option<Redacted.Redacted>
   /** Empty: the embedded log in PostgreSQL. */
   readonly kafkaBrokers: ReadonlyArray<string>

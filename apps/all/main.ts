@@ -12,13 +12,14 @@ import { Plans } from "../../infra/Plans.js"
 import { ApiServerLive } from "../api/Live.js"
 import { MediaAppLive } from "../media/Live.js"
 import { RedirectorAppLive } from "../redirector/Live.js"
+import { SnapshotsAppLive } from "../snapshots/Live.js"
 import { WorkersAppLive } from "../workers/Live.js"
 
 const Banner = Layer.scopedDiscard(
   Effect.gen(function* () {
     const c = yield* AppConfig
     yield* Effect.logInfo(
-      `ready: API ${c.apiBase} (OpenAPI ${c.apiBase}/openapi.json), short links ${c.shortBase}, images ${c.imageHost}`
+      `ready: API ${c.apiBase} (OpenAPI ${c.apiBase}/openapi.json), short links ${c.shortBase}, images ${c.imageHost}, snapshots ${c.snapshotHost}`
     )
     yield* Effect.addFinalizer(() =>
       Effect.logInfo("stopping: finishing in-flight requests, flushing clicks, then the engines")
@@ -28,13 +29,13 @@ const Banner = Layer.scopedDiscard(
 
 /**
  * The embedded default: every app's composition root in one process (API, redirector, image
- * host, and the workers: outbox relay, click projector, image converter and classifier) on
+ * host, snapshot host, and the workers: outbox relay, click projector, image converter and classifier) on
  * the engines, shared (each is built once): by default the embedded ones under DATA_DIR:
  * PostgreSQL, the event log in it, chDB, files. With DATABASE_URL / KAFKA_BROKERS /
  * CLICKHOUSE_URL / S3_BUCKET set, the same process uses those.
  */
 runMain(
-  Layer.mergeAll(ApiServerLive, RedirectorAppLive, MediaAppLive, WorkersAppLive, Banner).pipe(
+  Layer.mergeAll(ApiServerLive, RedirectorAppLive, MediaAppLive, SnapshotsAppLive, WorkersAppLive, Banner).pipe(
     Layer.provide(AnalyticsLive),
     Layer.provide(CodecLive),
     Layer.provide(SafeFetcherLive),

@@ -4,6 +4,7 @@ import { DomainsApi } from "./Domains/Api.js"
 import * as E from "./Errors.js"
 import { ImagesApi } from "./Images/Api.js"
 import { LinksApi } from "./Links/Api.js"
+import { SnapshotsApi } from "./Snapshots/Api.js"
 import { UsageApi } from "./Usage/Api.js"
 import { UtmPresetsApi } from "./UtmPresets/Api.js"
 
@@ -14,6 +15,7 @@ export class Api extends HttpApi.make("v1")
   .add(ImagesApi)
   .add(DomainsApi)
   .add(UsageApi)
+  .add(SnapshotsApi)
   .addError(E.Unauthenticated)
   .addError(E.ApiScopeRequired)
   .addError(E.RateLimited)
@@ -24,5 +26,5 @@ export class Api extends HttpApi.make("v1")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(
     OpenApi.Description,
-    "Short links, QR codes, analytics, hosted images and custom domains. Every request sends `Authorization: Bearer <API_KEY>`; every POST, PATCH and DELETE sends an `Idempotency-Key` header of 8 to 128 characters."
+    "Short links, QR codes, analytics, hosted images, custom domains and snapshots. Every request sends `Authorization: Bearer <API_KEY>`; every POST, PATCH and DELETE sends an `Idempotency-Key` header of 8 to 128 characters."
   ) {}

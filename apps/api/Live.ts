@@ -8,6 +8,7 @@ import { IdempotencyStoreLive } from "../../infra/postgres/Idempotency.js"
 import { DatabasePortsLive, ImageReposLive } from "../../infra/postgres/Layers.js"
 import { LinkRepoLive } from "../../infra/postgres/Links.js"
 import { OutboxLive } from "../../infra/postgres/Outbox.js"
+import { SnapshotReposLive } from "../../infra/postgres/Snapshots.js"
 import { UsageRepoLive } from "../../infra/postgres/Usage.js"
 import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
@@ -28,6 +29,8 @@ import { withRequestId } from "./middleware/RequestId.js"
 import { makeSystemRoutes } from "./middleware/System.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
 import { openApiDocument } from "./OpenApiDoc.js"
+import { SnapshotsHttp } from "./Snapshots/Http.js"
+import { Snapshots } from "./Snapshots/Snapshots.js"
 import { UsageHttp } from "./Usage/Http.js"
 import { Usage } from "./Usage/Usage.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
@@ -43,8 +46,8 @@ const Middlewares = Layer.mergeAll(
 )
 
 const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([LinksHttp, UtmPresetsHttp, AnalyticsHttp, ImagesHttp, DomainsHttp, UsageHttp]),
-  Layer.provide([Links.Default, UtmPresets.Default, Images.Default, Domains.Default, Usage.Default]),
+  Layer.provide([LinksHttp, UtmPresetsHttp, AnalyticsHttp, ImagesHttp, DomainsHttp, SnapshotsHttp, UsageHttp]),
+  Layer.provide([Links.Default, UtmPresets.Default, Images.Default, Domains.Default, Snapshots.Default, Usage.Default]),
   Layer.provide(Middlewares)
 )
 
@@ -56,6 +59,7 @@ const Repositories = Layer.mergeAll(
   LinkRepoLive,
   UsageRepoLive,
   UtmPresetRepoLive,
+  SnapshotReposLive,
   DatabasePortsLive
   // The images repository appends its events to the outbox itself.
 ).pipe(Layer.provideMerge(OutboxLive))

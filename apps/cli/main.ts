@@ -6,10 +6,13 @@ import { isApiKeyId, KeyNotFound } from "../../domain/Account.js"
 import type { StartAt } from "../../domain/EventLog.js"
 import { DEFAULT_PLAN } from "../../domain/Plan.js"
 import { AccountRepo } from "../../domain/ports/AccountRepo.js"
+import type { Transactions } from "../../domain/ports/Database.js"
 import type { DomainRepo } from "../../domain/ports/DomainRepo.js"
+import type { SnapshotRepo } from "../../domain/ports/SnapshotRepo.js"
 import { isScope, type Scope, Scopes } from "../../domain/Scope.js"
 import { Plans } from "../../infra/Plans.js"
 import { RatingReviews } from "../api/Images/RatingReviews.js"
+import { withdrawSnapshot } from "../api/Snapshots/Snapshots.js"
 import { Projections, replay } from "../workers/Replay.js"
 import { isAccountId, listDomains } from "./Domains.js"
 import { CliLive, ReplayLive } from "./Live.js"
@@ -27,6 +30,7 @@ const USAGE = `usage: npm run cli -- <command> [options] [--json]
   reviews reject --id REVIEW_ID                       keep the effective rating
   reports list                                        open abuse reports filed from share pages
   domains list --account ID                           the account's custom domains (state, proof, last check)
+  snapshots withdraw --id SNAPSHOT_ID                 stop serving a snapshot at once (it reads withdrawn)
   migrate                                             apply database migrations
   replay --topic clicks.v1 [--from-offset N | --from-time ISO] --into analytics
                                                       rebuild a projection from its topic (default: from
@@ -46,7 +50,7 @@ service is up).`
 class UsageError extends Error {}
 
 /** What the commands need: the accounts, the rating reviews, the plan table (and for replay, the database). */
-type Env = AccountRepo | RatingReviews | DomainRepo | Plans | PgClient.PgClient
+type Env = AccountRepo | RatingReviews | DomainRepo | Plans | PgClient.PgClient | SnapshotRepo | Transactions
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -147,6 +151,12 @@ const command = (): Effect.Effect<unknown, unknown, Env> => {
       const accountId = str("account")
       if (!isAccountId(accountId)) throw new UsageError("--account must be an account id (acct_…)")
       return listDomains(accountId)
+    }
+    case "snapshots withdraw": {
+      const id = str("id")
+      return withdrawSnapshot(id).pipe(
+        Effect.map((s) => ({ id: s.id, capture_status: s.captureStatus, publication_status: s.publicationStatus }))
+      )
     }
     case "migrate":
       // Building the database layer applies every pending migration.

@@ -5,6 +5,7 @@ import { BlobStoreLive } from "../../infra/blobstore/BlobStoreLive.js"
 import { CodecLive } from "../../infra/codec/ImageCodec.js"
 import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
+import { SafeFetcherLive } from "../../infra/fetcher/SafeFetcher.js"
 import { runMain } from "../../infra/Main.js"
 import { Plans } from "../../infra/Plans.js"
 import { WorkersHealthLive } from "./Health.js"
@@ -17,6 +18,7 @@ runMain(
     Layer.provideMerge(AnalyticsLive),
     Layer.provide(CodecLive),
     Layer.provide(BlobStoreLive),
+    Layer.provide(SafeFetcherLive),
     Layer.provide(EventLogLive),
     Layer.provide(DatabaseLive),
     Layer.provide(Plans.layer),

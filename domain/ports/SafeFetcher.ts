@@ -60,6 +60,12 @@ export interface SafeFetcherService {
    * that was checked, never to a second resolution.
    */
   readonly fetch: (url: string, options: FetchOptions) => Effect.Effect<FetchedResponse, FetchError>
+  /**
+   * The rules `fetch` applies before resolving any name: scheme, credentials, the service's
+   * own hosts and literal addresses (in any notation). For refusing a URL at once (POST
+   * /snapshots) before a later fetch; absent: only the scheme is checked.
+   */
+  readonly precheck?: (url: string) => Effect.Effect<void, UrlNotAllowed>
 }
 
 /** The one outbound HTTP client: every fetch of a URL a user supplied goes through it. */

@@ -103,27 +103,31 @@ const make = (options: SafeFetcherOptions): SafeFetcherService => {
 
   const allowed = (kind: AddressClass) => kind === "public" || (allowLoopback && kind === "loopback")
 
+  /** Why the URL is refused before any name is resolved, if it is. */
+  const literalRefusal = (url: URL): string | undefined => {
+    if (url.protocol !== "http:" && url.protocol !== "https:") return `scheme ${url.protocol} is not http or https`
+    if (url.username !== "" || url.password !== "") return "the URL carries credentials"
+    // Any port is fine: the address rules, not the port, keep internal services out of reach.
+    const port = effectivePort(url)
+    if (port === 0) return "port 0"
+    const host = urlHost(url)
+    const key = hostKey(host._tag === "Name" ? host.name : url.hostname)
+    if (ownHosts.some((own) => own.host === key && (own.port === undefined || own.port === port))) {
+      return "the URL points to this service"
+    }
+    if (host._tag === "Address") {
+      const kind = classifyAddress(host.address)
+      if (!allowed(kind)) return `the address ${url.hostname} is not public (${kind})`
+    }
+    return undefined
+  }
+
   const check = (url: URL): Effect.Effect<Target, Refused | SourceUnreachable> =>
     Effect.gen(function* () {
-      if (url.protocol !== "http:" && url.protocol !== "https:") {
-        return yield* new Refused({ reason: `scheme ${url.protocol} is not http or https` })
-      }
-      if (url.username !== "" || url.password !== "") {
-        return yield* new Refused({ reason: "the URL carries credentials" })
-      }
-      // Any port is fine: the address rules, not the port, keep internal services out of reach.
-      const port = effectivePort(url)
-      if (port === 0) return yield* new Refused({ reason: "port 0" })
+      const refusal = literalRefusal(url)
+      if (refusal !== undefined) return yield* new Refused({ reason: refusal })
       const host = urlHost(url)
-      const key = hostKey(host._tag === "Name" ? host.name : url.hostname)
-      if (ownHosts.some((own) => own.host === key && (own.port === undefined || own.port === port))) {
-        return yield* new Refused({ reason: "the URL points to this service" })
-      }
-      if (host._tag === "Address") {
-        const kind = classifyAddress(host.address)
-        if (!allowed(kind)) return yield* new Refused({ reason: `the address ${url.hostname} is not public (${kind})` })
-        return { url, addresses: [{ address: host.address, family: host.family }] }
-      }
+      if (host._tag === "Address") return { url, addresses: [{ address: host.address, family: host.family }] }
       const resolved = yield* Effect.tryPromise({
         try: () => resolve(host.name),
         catch: (e) => new SourceUnreachable({ reason: `cannot resolve ${host.name}: ${errorCode(e)}` })
@@ -306,7 +310,12 @@ const make = (options: SafeFetcherOptions): SafeFetcherService => {
     )
   }
 
-  return { fetch }
+  const precheck = (url: string): Effect.Effect<void, UrlNotAllowed> => {
+    const refusal = URL.canParse(url) ? literalRefusal(new URL(url)) : "not a URL"
+    return refusal === undefined ? Effect.void : Effect.fail(new UrlNotAllowed({ reason: refusal }))
+  }
+
+  return { fetch, precheck }
 }
 
 const withoutHash = (url: URL) => {
@@ -324,7 +333,7 @@ export const SafeFetcherLive: Layer.Layer<SafeFetcher, never, AppConfig> = Layer
   SafeFetcher,
   Effect.map(AppConfig, (config) =>
     make({
-      ownHosts: [config.apiBase, config.shortBase, config.imageHost].map((base) => {
+      ownHosts: [config.apiBase, config.shortBase, config.imageHost, config.snapshotHost].map((base) => {
         const url = new URL(base)
         return `${url.hostname}:${effectivePort(url)}`
       })

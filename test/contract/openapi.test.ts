@@ -129,7 +129,7 @@ describe("OpenAPI document", () => {
     expect(codesOf(op("/v1/links/{id}", "get"), "404")).toEqual(["not_found"])
   })
 
-  it("documents 403 quota_exceeded where a plan limit applies: link create, link options, image upload and import, domain registration", () => {
+  it("documents 403 quota_exceeded where a plan limit applies: link create, link options, image upload and import, domain registration, snapshot create", () => {
     const withQuota: Array<string> = []
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(item)) {
@@ -141,7 +141,8 @@ describe("OpenAPI document", () => {
       "post /v1/domains",
       "post /v1/images",
       "post /v1/images/url",
-      "post /v1/links"
+      "post /v1/links",
+      "post /v1/snapshots"
     ])
     expect(doc.components.schemas.QuotaExceededError.description).toMatch(/quota/)
     expect(doc.components.schemas.RateLimitedError.description).toMatch(/Retry-After/)

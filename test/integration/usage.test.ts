@@ -63,7 +63,8 @@ describe("GET /usage", () => {
         uploads: { used: 0, limit: free.image_uploads_per_month },
         storage_bytes: { used: 0, limit: free.storage_bytes, total_used: 0, unmetered_used: 0 }
       },
-      domains: { used: 0, limit: free.custom_domains }
+      domains: { used: 0, limit: free.custom_domains },
+      snapshots: { used: 0, limit: free.snapshots_per_month }
     })
   })
 
@@ -85,7 +86,8 @@ describe("GET /usage", () => {
           unmetered_used: 0
         }
       },
-      domains: { used: 0, limit: DEFAULT_PLANS.free!.custom_domains }
+      domains: { used: 0, limit: DEFAULT_PLANS.free!.custom_domains },
+      snapshots: { used: 0, limit: DEFAULT_PLANS.free!.snapshots_per_month }
     })
   })
 
@@ -116,7 +118,8 @@ describe("GET /usage", () => {
           unmetered_used: bigger.length
         }
       },
-      domains: { used: 0, limit: null }
+      domains: { used: 0, limit: null },
+      snapshots: { used: 0, limit: null }
     })
   })
 

@@ -97,6 +97,8 @@ export interface TestApiOptions {
   readonly dnsServers?: ReadonlyArray<string>
   /** The bound of one DNS lookup (ms); default 3000. */
   readonly dnsTimeoutMs?: number
+  /** The file blob store's directory (default: a fresh temporary one, removed on close; a given one is kept). */
+  readonly blobDir?: string
 }
 
 let chdbDir: string | undefined
@@ -146,7 +148,7 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     shortBase: overrides.shortBase ?? "http://sho.rt",
     ...(overrides.imageHost === undefined ? {} : { imageHost: overrides.imageHost })
   })
-  const blobDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-blobs-"))
+  const blobDir = overrides.blobDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-blobs-"))
   const analyticsEngine = overrides.analytics ?? "chdb"
   const analyticsDatabase = uniqueDatabase()
   if (analyticsEngine === "chdb") chdbApis++
@@ -212,7 +214,7 @@ export const startTestApi = async (overrides: TestApiOptions = {}): Promise<Test
     close: async () => {
       await runtime.dispose()
       await dropTestDatabase(databaseUrl)
-      fs.rmSync(blobDir, { recursive: true, force: true })
+      if (overrides.blobDir === undefined) fs.rmSync(blobDir, { recursive: true, force: true })
       if (analyticsEngine === "clickhouse") await dropClickHouseDatabase(analyticsDatabase)
       else if (--chdbApis === 0) removeTestChdbDir()
     }

@@ -97,6 +97,26 @@ export interface Usage {
     readonly uploads: Quota
     readonly storage_bytes: Quota & { readonly total_used: number; readonly unmetered_used: number }
   }
+  readonly snapshots: Quota
+}
+
+/** A snapshot record. */
+export interface Snapshot {
+  readonly id: string
+  readonly url: string
+  readonly final_url: string | null
+  readonly http_status: number | null
+  readonly title: string | null
+  readonly content_type: string | null
+  readonly bytes: number | null
+  readonly sha256: string | null
+  readonly resources: { readonly count: number; readonly bytes: number }
+  readonly capture_status: string
+  readonly publication_status: string
+  readonly failure: string | null
+  readonly snapshot_url: string
+  readonly warc_url: string
+  readonly captured_at: string | null
 }
 
 /** One value of an analytics breakdown. */

@@ -41,14 +41,16 @@ describe("Usage.get", () => {
           links: { used: 3, limit: 7 },
           imageUploads: { used: 2, limit: 5 },
           storage: { used: PNG.length, limit: 100, totalUsed: 2 * PNG.length, unmeteredUsed: PNG.length },
-          domains: { used: 0, limit: 5 }
+          domains: { used: 0, limit: 5 },
+          snapshots: { used: 0, limit: 10_000 }
         })
         expect(unmetered).toEqual({
           plan: "free",
           links: { used: 3, limit: null },
           imageUploads: { used: 2, limit: null },
           storage: { used: 2 * PNG.length, limit: null, totalUsed: 2 * PNG.length, unmeteredUsed: PNG.length },
-          domains: { used: 0, limit: null }
+          domains: { used: 0, limit: null },
+          snapshots: { used: 0, limit: null }
         })
       })
   )

@@ -46,6 +46,11 @@ export const AccountUsage = Schema.Struct({
     "DomainUsage",
     "Custom domains registered and not disabled (pending and verified).",
     "The plan's custom_domains."
+  ),
+  snapshots: Quota(
+    "SnapshotUsage",
+    "Snapshots requested this calendar month (UTC), by every key of the account.",
+    "The plan's snapshots_per_month."
   )
 }).annotations({
   identifier: "Usage",

@@ -24,7 +24,8 @@ export const UsageHttp = HttpApiBuilder.group(Api, "usage", (handlers) =>
               unmetered_used: current.storage.unmeteredUsed
             }
           },
-          domains: current.domains
+          domains: current.domains,
+          snapshots: current.snapshots
         })
       })
     )

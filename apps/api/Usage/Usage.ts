@@ -1,6 +1,13 @@
 import { Effect } from "effect"
 import type { Principal } from "../../../domain/Account.js"
-import { domainQuota, imageUploadQuota, linkQuota, storageQuota, usagePeriod } from "../../../domain/Plan.js"
+import {
+  domainQuota,
+  imageUploadQuota,
+  linkQuota,
+  snapshotQuota,
+  storageQuota,
+  usagePeriod
+} from "../../../domain/Plan.js"
 import { DomainRepo } from "../../../domain/ports/DomainRepo.js"
 import { StorageRepo } from "../../../domain/ports/StorageRepo.js"
 import { UsageRepo } from "../../../domain/ports/UsageRepo.js"
@@ -19,6 +26,7 @@ export interface AccountUsage {
   readonly imageUploads: Metered
   /** Custom domains registered and not disabled. */
   readonly domains: Metered
+  readonly snapshots: Metered
   readonly storage: Metered & {
     /** Every stored byte, ordinary and Partner, reservations included. */
     readonly totalUsed: number
@@ -42,12 +50,13 @@ export class Usage extends Effect.Service<Usage>()("Usage", {
     const get = Effect.fn("Usage.get")(function* (principal: Principal) {
       const plan = plans.limits(principal.plan)
       const period = usagePeriod(new Date())
-      const [links, uploads, storage, domains] = yield* Effect.all(
+      const [links, uploads, storage, domains, snapshots] = yield* Effect.all(
         [
           usage.current(principal.accountId, period, "links"),
           usage.current(principal.accountId, period, "image_uploads"),
           storageRepo.current(principal.accountId),
-          domainRepo.countActive(principal.accountId)
+          domainRepo.countActive(principal.accountId),
+          usage.current(principal.accountId, period, "snapshots")
         ],
         { concurrency: "unbounded" }
       )
@@ -57,6 +66,7 @@ export class Usage extends Effect.Service<Usage>()("Usage", {
         links: { used: links, limit: linkQuota(plan, principal.unmetered) },
         imageUploads: { used: uploads, limit: imageUploadQuota(plan, principal.unmetered) },
         domains: { used: domains, limit: domainQuota(plan, principal.unmetered) },
+        snapshots: { used: snapshots, limit: snapshotQuota(plan, principal.unmetered) },
         storage: {
           // Ordinary keys count only ordinary images against their limit; Partner keys see the total.
           used: principal.unmetered ? total : storage.ordinary,
