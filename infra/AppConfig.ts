@@ -24,7 +24,7 @@ const ports = Config.all({
   shortPort: port("SHORT_PORT", 8081),
   mediaPort: port("MEDIA_PORT", 8082),
   // Health endpoints of a workers process run on its own (`npm run start:workers`).
-  workersPort: port("WORKERS_PORT", 8083),
+  workersPort: port("WORKERS_PORT", 8084),
   // The snapshot host (apps/snapshots): its own origin, so captured pages share nothing with the others.
   snapshotPort: port("SNAPSHOT_PORT", 8083)
 })
