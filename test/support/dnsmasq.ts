@@ -43,6 +43,7 @@ const quote = (v: string) => `"${v.replace(/["\\]/g, "")}"`
  */
 export const startTestDns = async (): Promise<TestDns> => {
   if (dnsmasqBinary === undefined) throw new Error("dnsmasq is not installed")
+  fs.mkdirSync(path.join(process.cwd(), ".tmp"), { recursive: true })
   const dir = fs.mkdtempSync(path.join(process.cwd(), ".tmp", "dnsmasq-"))
   const silent: Socket = createSocket("udp4")
   await new Promise<void>((resolve) => silent.bind(0, "127.0.0.1", resolve))
