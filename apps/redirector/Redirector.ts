@@ -1,7 +1,9 @@
 import { Cause, Config, Context, Effect, Layer, Runtime } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
-import { type ClickBuffer, makeClickCapture } from "./Clicks.js"
+import type { ClickBuffer } from "./ClickRound.js"
+import { openClickSpool } from "./ClickSpool.js"
+import { makeClickCapture } from "./Clicks.js"
 import { SlugTable, startSlugTable } from "./SlugTable.js"
 import { makeVisitorSecrets } from "./VisitorSecrets.js"
 
@@ -103,7 +105,9 @@ const make = Effect.gen(function* () {
   const table = new SlugTable()
   // Acquired before the server, so released after it: the last clicks are published once
   // nothing can add more.
-  const clicks = capture ? yield* makeClickCapture(yield* makeVisitorSecrets) : undefined
+  const clicks = capture
+    ? yield* makeClickCapture(yield* makeVisitorSecrets, { spool: yield* openClickSpool })
+    : undefined
   const runtime = yield* Effect.runtime<never>()
   const server = yield* serveHttp({
     host: "0.0.0.0",
