@@ -91,6 +91,12 @@ export const clickCaptureConfig = Config.string("CLICK_CAPTURE").pipe(
   Config.withDefault(true)
 )
 
+/**
+ * REDIRECTOR_REUSE_PORT: `1` (or true/on) lets several redirector processes share SHORT_PORT,
+ * one per core; off by default, so a second listener on a used port fails at start.
+ */
+export const reusePortConfig = Config.boolean("REDIRECTOR_REUSE_PORT").pipe(Config.withDefault(false))
+
 export interface RedirectorShape {
   readonly engine: HttpEngine
   readonly port: number
@@ -102,6 +108,7 @@ export interface RedirectorShape {
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const capture = yield* clickCaptureConfig
+  const reusePort = yield* reusePortConfig
   const table = new SlugTable()
   // Acquired before the server, so released after it: the last clicks are published once
   // nothing can add more.
@@ -112,6 +119,7 @@ const make = Effect.gen(function* () {
   const server = yield* serveHttp({
     host: "0.0.0.0",
     port: config.shortPort,
+    reusePort,
     handler: makeRedirectHandler(table, clicks, config.countryHeader),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("redirect handler failed", Cause.die(error)))
   })
@@ -119,7 +127,8 @@ const make = Effect.gen(function* () {
     yield* Effect.logWarning(`redirector falls back to node:http: ${server.fallbackReason}`)
   }
   yield* Effect.logInfo(
-    `redirector listening on 0.0.0.0:${server.port} (${server.engine}), click capture ${capture ? "on" : "off"}`
+    `redirector listening on 0.0.0.0:${server.port} (${server.engine}${reusePort ? ", port shared" : ""}), ` +
+      `click capture ${capture ? "on" : "off"}`
   )
   yield* Effect.addFinalizer(() => Effect.logInfo("redirector stopping: closing the listener, then flushing clicks"))
   yield* startSlugTable(table)
