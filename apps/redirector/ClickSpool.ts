@@ -7,8 +7,12 @@ import { AppConfig } from "../../infra/AppConfig.js"
 import { type ClickBuffer, ClickRound, type Interned, type RoundSpool } from "./ClickRound.js"
 import type { SlugEntry } from "./SlugTable.js"
 
-/** How long a click waits in memory at most before it is written to the spool file. */
-export const SPOOL_INTERVAL_MS = 5
+/**
+ * How long a click waits in memory at most before it is written to the spool file; 0 (the
+ * default): at the end of the event loop's turn that answered it (one write per turn with
+ * clicks, so the busier the redirector, the more clicks per write).
+ */
+export const SPOOL_INTERVAL_MS = 0
 
 /** One round's file: `<host>@<pid>@<order>@<round id>.clicks`, frames appended to it. */
 interface Segment {
@@ -111,9 +115,11 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
 
 /**
  * The crash spool of click capture: each round of clicks in its own append-only file in
- * `dir`, written every few milliseconds (one writev of the new clicks; no fsync, so a killed
- * process loses at most the clicks of the last few milliseconds, and a machine that loses
- * power also what the OS had not yet written to disk), sealed when the flusher takes the
+ * `dir`, written at the end of the event loop's turn that recorded them (or after
+ * `intervalMs`): one writev of the new clicks, no fsync. A killed process (kill -9, OOM) loses
+ * only clicks answered in the turn it died in: what is written is in the OS's page cache. A
+ * machine that loses power also loses what the OS had not yet written to disk (Linux writes
+ * dirty pages back within ~30 s). Sealed when the flusher takes the
  * round and deleted once the event log has acknowledged the round's events. At start, the
  * files of processes of this host that are gone are claimed (renamed, so two starting
  * processes cannot both take one) and read back for publishing first; their round ids come
@@ -126,7 +132,7 @@ export class ClickSpool implements RoundSpool {
   failures = 0
   lastFailure: unknown = undefined
   private buffer: ClickBuffer | undefined
-  private timer: NodeJS.Timeout | undefined
+  private timer: NodeJS.Timeout | NodeJS.Immediate | undefined
   private order = 0
   private readonly host = safeHost()
 
@@ -169,18 +175,19 @@ export class ClickSpool implements RoundSpool {
 
   wake() {
     this.buffer!.spoolIdle = false
-    this.timer = setTimeout(this.tick, this.intervalMs)
+    if (this.intervalMs <= 0) {
+      this.timer = setImmediate(this.tick)
+    } else {
+      this.timer = setTimeout(this.tick, this.intervalMs)
+    }
     this.timer.unref()
   }
 
+  /** Writes what came in since the last write; the next click wakes the writer again. */
   private readonly tick = () => {
     this.timer = undefined
-    if (this.write(this.buffer!.current)) {
-      this.timer = setTimeout(this.tick, this.intervalMs)
-      this.timer.unref()
-    } else {
-      this.buffer!.spoolIdle = true
-    }
+    this.buffer!.spoolIdle = true
+    this.write(this.buffer!.current)
   }
 
   /** Appends the round's clicks not written yet; says whether there were any. */
@@ -288,7 +295,10 @@ export class ClickSpool implements RoundSpool {
 
   /** Stops the writer (the flusher's drain seals what is left). */
   close() {
-    if (this.timer !== undefined) clearTimeout(this.timer)
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer as NodeJS.Timeout)
+      clearImmediate(this.timer as NodeJS.Immediate)
+    }
     this.timer = undefined
     if (this.buffer !== undefined) this.buffer.spoolIdle = false
   }
@@ -299,14 +309,22 @@ const byOrder = (a: string, b: string) => {
   return key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
 }
 
-/** CLICK_SPOOL: `on` (default) or `off`; REDIRECTOR_SPOOL_DIR: default `$DATA_DIR/spool/redirector`. */
+/**
+ * CLICK_SPOOL: `on` (default) or `off`; REDIRECTOR_SPOOL_DIR: default `$DATA_DIR/spool/redirector`
+ * (one per host: processes of one host share it, each claiming only the files of processes
+ * that are gone); REDIRECTOR_SPOOL_INTERVAL_MS: default 0, the end of the event loop's turn.
+ */
 export const clickSpoolConfig = Config.all({
   on: Config.string("CLICK_SPOOL").pipe(
     Config.validate({ message: "must be on or off", validation: (s) => ["on", "off"].includes(s.trim().toLowerCase()) }),
     Config.map((s) => s.trim().toLowerCase() === "on"),
     Config.withDefault(true)
   ),
-  dir: Config.option(Config.nonEmptyString("REDIRECTOR_SPOOL_DIR"))
+  dir: Config.option(Config.nonEmptyString("REDIRECTOR_SPOOL_DIR")),
+  intervalMs: Config.integer("REDIRECTOR_SPOOL_INTERVAL_MS").pipe(
+    Config.validate({ message: "must be 0 to 1000 (milliseconds)", validation: (n) => n >= 0 && n <= 1000 }),
+    Config.withDefault(SPOOL_INTERVAL_MS)
+  )
 })
 
 /** The configured spool (undefined when CLICK_SPOOL=off), its writer stopped with the scope. */
@@ -317,7 +335,7 @@ export const openClickSpool = Effect.gen(function* () {
   const dir = settings.dir._tag === "Some" ? settings.dir.value : path.join(config.dataDir, "spool", "redirector")
   return yield* Effect.acquireRelease(
     Effect.try({
-      try: () => new ClickSpool(dir),
+      try: () => new ClickSpool(dir, settings.intervalMs),
       catch: (cause) => new Error(`click spool: cannot use ${dir}: ${String(cause)}`)
     }).pipe(Effect.orDie),
     (spool) => Effect.sync(() => spool.close())
