@@ -227,4 +227,3 @@ export class ClickBuffer {
     if (this.spare.length < 2) this.spare.push(round)
   }
 }
-

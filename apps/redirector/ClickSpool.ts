@@ -145,7 +145,10 @@ export class ClickSpool implements RoundSpool {
   }
 
   private recover() {
-    const names = fs.readdirSync(this.dir).filter((n) => n.endsWith(".clicks")).sort(byOrder)
+    const names = fs
+      .readdirSync(this.dir)
+      .filter((n) => n.endsWith(".clicks"))
+      .sort(byOrder)
     for (const name of names) {
       const [host, pid, order, id] = name.slice(0, -".clicks".length).split("@")
       if (host !== this.host || id === undefined || !/^evt_[0-9a-f]+$/.test(id)) continue
@@ -200,7 +203,13 @@ export class ClickSpool implements RoundSpool {
       const order = `${Date.now().toString(36).padStart(10, "0")}-${(this.order++).toString(36).padStart(8, "0")}`
       const file = path.join(this.dir, `${this.host}@${process.pid}@${order}@${round.id}.clicks`)
       try {
-        segment = { path: file, fd: fs.openSync(file, "a", 0o600), written: 0, values: [0, 0, 0, 0], entries: new Map() }
+        segment = {
+          path: file,
+          fd: fs.openSync(file, "a", 0o600),
+          written: 0,
+          values: [0, 0, 0, 0],
+          entries: new Map()
+        }
       } catch (error) {
         return this.fail(round, undefined, error)
       }
@@ -316,7 +325,10 @@ const byOrder = (a: string, b: string) => {
  */
 export const clickSpoolConfig = Config.all({
   on: Config.string("CLICK_SPOOL").pipe(
-    Config.validate({ message: "must be on or off", validation: (s) => ["on", "off"].includes(s.trim().toLowerCase()) }),
+    Config.validate({
+      message: "must be on or off",
+      validation: (s) => ["on", "off"].includes(s.trim().toLowerCase())
+    }),
     Config.map((s) => s.trim().toLowerCase() === "on"),
     Config.withDefault(true)
   ),

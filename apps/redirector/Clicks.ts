@@ -1,9 +1,9 @@
 import { Effect, Either, Fiber, Metric } from "effect"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
+import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
 import { ClickBuffer } from "./ClickRound.js"
 import type { ClickSpool } from "./ClickSpool.js"
-import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
 import type { SlugEntry } from "./SlugTable.js"
 import type { VisitorSecrets } from "./VisitorSecrets.js"
 

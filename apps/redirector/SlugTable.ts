@@ -104,22 +104,21 @@ export const stateOfLink = (link: Link): LinkState => ({
   updatedAt: link.updatedAt.getTime()
 })
 
-const PAGE = 5000
+/** Rows per FETCH of the load's cursor. */
+const LOAD_BATCH = 10_000
 
-/** Every stored link, in keyset pages by seq so memory stays flat while loading. */
+/**
+ * Every stored link, through one server-side cursor in batches, so memory stays flat while
+ * loading (a million links: one batch of rows at a time beside the table).
+ */
 export const loadLinks = (table: SlugTable) =>
-  Effect.gen(function* () {
-    const links = yield* LinkRepo
-    let after = 0n
-    let count = 0
-    while (true) {
-      const rows = yield* links.snapshotsAfter(after, PAGE)
-      for (const link of rows) table.apply(stateOfLink(link))
-      count += rows.length
-      if (rows.length < PAGE) return count
-      after = rows[rows.length - 1]!.seq
-    }
-  })
+  Effect.flatMap(LinkRepo, (links) =>
+    links.forEachSnapshot(LOAD_BATCH, (rows) =>
+      Effect.sync(() => {
+        for (const link of rows) table.apply(stateOfLink(link))
+      })
+    )
+  )
 
 /**
  * Fills the table so that no change is missed: the log's end offsets first, then every link

@@ -28,6 +28,15 @@ export interface LinkRepoShape {
   readonly streamAll: (accountId: AccountId, filter?: LinkFilter, pageSize?: number) => Stream.Stream<Link>
   /** Every link of every account after `afterSeq`, oldest first, at most `limit`. */
   readonly snapshotsAfter: (afterSeq: bigint, limit: number) => Effect.Effect<ReadonlyArray<LinkRecord>, DatabaseError>
+  /**
+   * Every link of every account, in no particular order, through one server-side cursor:
+   * `f` gets each batch of at most `batchSize` in turn (one snapshot of the table, memory
+   * flat). Says how many links there were.
+   */
+  readonly forEachSnapshot: <E, R>(
+    batchSize: number,
+    f: (batch: ReadonlyArray<LinkRecord>) => Effect.Effect<void, E, R>
+  ) => Effect.Effect<number, DatabaseError | E, R>
 }
 
 /** Short links, as the model (domain/Link.ts). Every call runs in the caller's transaction. */

@@ -177,6 +177,28 @@ const make = Effect.gen(function* () {
       Effect.map((rows) => rows.map(recordOfTrustedRow))
     )
 
+  const forEachSnapshot = <E, R>(
+    batchSize: number,
+    f: (batch: ReadonlyArray<LinkRecord>) => Effect.Effect<void, E, R>
+  ) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        // A cursor of its own transaction: one snapshot, fetched in batches (no ORDER BY: a
+        // sequential scan, and the reader keeps the newest state of a link by itself).
+        yield* sql`DECLARE all_links NO SCROLL CURSOR FOR SELECT * FROM links`
+        const size = sql.literal(String(Math.max(1, Math.floor(batchSize))))
+        let count = 0
+        while (true) {
+          const rows = yield* sql<LinkRow>`FETCH FORWARD ${size} FROM all_links`
+          if (rows.length === 0) break
+          count += rows.length
+          yield* f(rows.map(recordOfTrustedRow))
+        }
+        yield* sql`CLOSE all_links`
+        return count
+      })
+    )
+
   return LinkRepo.of({
     insert,
     find,
@@ -186,7 +208,8 @@ const make = Effect.gen(function* () {
     disable,
     search,
     streamAll,
-    snapshotsAfter
+    snapshotsAfter,
+    forEachSnapshot
   })
 })
 

@@ -87,7 +87,13 @@ const makeLinkRepo = (state: MemoryState) => {
       Stream.flatMap(Stream.fromEffect(search(accountId, { ...filter, limit: Number.MAX_SAFE_INTEGER })), (rows) =>
         Stream.fromChunk(Chunk.fromIterable(rows))
       ),
-    snapshotsAfter: () => Effect.succeed([])
+    snapshotsAfter: () => Effect.succeed([]),
+    forEachSnapshot: <E, R>(batchSize: number, f: (batch: ReadonlyArray<LinkRecord>) => Effect.Effect<void, E, R>) =>
+      Effect.gen(function* () {
+        const all = [...state.links.values()]
+        for (let i = 0; i < all.length; i += batchSize) yield* f(all.slice(i, i + batchSize))
+        return all.length
+      })
   })
 }
 
