@@ -130,9 +130,13 @@ export const startSlugTable = (table: SlugTable) =>
   Effect.gen(function* () {
     const log = yield* EventLog
     const offsets = yield* log.endOffsets(Topics.links)
+    const started = Date.now()
     const loaded = yield* loadLinks(table)
     table.ready = true
-    yield* Effect.logInfo(`slug table loaded: ${loaded} links (${table.size} active)`)
+    const rssMb = Math.round(process.memoryUsage.rss() / 1048576)
+    yield* Effect.logInfo(
+      `slug table loaded: ${loaded} links (${table.size} active) in ${Date.now() - started} ms, rss ${rssMb} MB`
+    )
     yield* log.follow({ topic: Topics.links, startAt: { _tag: "Offsets", offsets } }, LinkEvent, (batch) =>
       Effect.sync(() => {
         for (const { event } of batch.events) table.apply(stateOfEvent(event))
