@@ -112,13 +112,22 @@ const LOAD_BATCH = 10_000
  * loading (a million links: one batch of rows at a time beside the table).
  */
 export const loadLinks = (table: SlugTable) =>
-  Effect.flatMap(LinkRepo, (links) =>
-    links.forEachSnapshot(LOAD_BATCH, (rows) =>
+  Effect.flatMap(LinkRepo, (links) => {
+    // Each row brings its own copy of its account's id: the table keeps one per account.
+    const accounts = new Map<string, string>()
+    return links.forEachSnapshot(LOAD_BATCH, (rows) =>
       Effect.sync(() => {
-        for (const link of rows) table.apply(stateOfLink(link))
+        for (const row of rows) {
+          let accountId = accounts.get(row.accountId)
+          if (accountId === undefined) {
+            accountId = row.accountId
+            accounts.set(accountId, accountId)
+          }
+          table.apply(accountId === row.accountId ? row : { ...row, accountId })
+        }
       })
     )
-  )
+  })
 
 /**
  * Fills the table so that no change is missed: the log's end offsets first, then every link

@@ -8,6 +8,21 @@ export interface LinkOptionsChange {
   readonly expiresAt?: Date | null
 }
 
+/**
+ * A link's redirect state as plain data (times in ms since the epoch, truncated as Date
+ * truncates): what the redirector's load reads, a million at a time, without building models.
+ */
+export interface LinkSnapshot {
+  readonly id: string
+  readonly accountId: string
+  readonly slug: string
+  readonly destinationUrl: string
+  readonly active: boolean
+  readonly utm: Readonly<Record<string, string>> | null
+  readonly expiresAt: number | null
+  readonly updatedAt: number
+}
+
 export interface LinkRepoShape {
   /** Inserts unless the slug is taken; None on a slug conflict. */
   readonly insert: (link: NewLink) => Effect.Effect<Option.Option<Link>>
@@ -35,7 +50,7 @@ export interface LinkRepoShape {
    */
   readonly forEachSnapshot: <E, R>(
     batchSize: number,
-    f: (batch: ReadonlyArray<LinkRecord>) => Effect.Effect<void, E, R>
+    f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
   ) => Effect.Effect<number, DatabaseError | E, R>
 }
 

@@ -11,7 +11,7 @@ import {
   type NewLink,
   Utm
 } from "../../domain/Link.js"
-import { type LinkOptionsChange, LinkRepo } from "../../domain/ports/LinkRepo.js"
+import { type LinkOptionsChange, LinkRepo, type LinkSnapshot } from "../../domain/ports/LinkRepo.js"
 
 /** The columns of the links table as the driver returns them (timestamptz as Date, jsonb parsed). */
 const columns = {
@@ -179,20 +179,27 @@ const make = Effect.gen(function* () {
 
   const forEachSnapshot = <E, R>(
     batchSize: number,
-    f: (batch: ReadonlyArray<LinkRecord>) => Effect.Effect<void, E, R>
+    f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
   ) =>
     sql.withTransaction(
       Effect.gen(function* () {
         // A cursor of its own transaction: one snapshot, fetched in batches (no ORDER BY: a
         // sequential scan, and the reader keeps the newest state of a link by itself).
-        yield* sql`DECLARE all_links NO SCROLL CURSOR FOR SELECT * FROM links`
+        // Only what a redirect needs, times as epoch milliseconds (no Date per row).
+        yield* sql`
+          DECLARE all_links NO SCROLL CURSOR FOR
+          SELECT id, account_id AS "accountId", slug, destination_url AS "destinationUrl",
+                 status = 'active' AS active, utm,
+                 floor(extract(epoch FROM expires_at) * 1000)::float8 AS "expiresAt",
+                 floor(extract(epoch FROM updated_at) * 1000)::float8 AS "updatedAt"
+          FROM links`
         const size = sql.literal(String(Math.max(1, Math.floor(batchSize))))
         let count = 0
         while (true) {
-          const rows = yield* sql<LinkRow>`FETCH FORWARD ${size} FROM all_links`
+          const rows = yield* sql<LinkSnapshot>`FETCH FORWARD ${size} FROM all_links`
           if (rows.length === 0) break
           count += rows.length
-          yield* f(rows.map(recordOfTrustedRow))
+          yield* f(rows)
         }
         yield* sql`CLOSE all_links`
         return count
