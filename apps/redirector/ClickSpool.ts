@@ -27,6 +27,13 @@ interface Segment {
   readonly entries: Map<SlugEntry, number>
 }
 
+/**
+ * Files the spools of this process hold: a file named with this process's pid is an earlier
+ * incarnation's (same pid after a restart in a container) unless a spool here holds it (the
+ * tests, or apps/all, may run several redirectors in one process).
+ */
+const held = new Set<string>()
+
 const VALUES = 1
 const CLICKS = 2
 const ENTRY_COLUMN = 4
@@ -155,7 +162,7 @@ export class ClickSpool implements RoundSpool {
     for (const name of names) {
       const [host, pid, order, id] = name.slice(0, -".clicks".length).split("@")
       if (host !== this.host || id === undefined || !/^evt_[0-9a-f]+$/.test(id)) continue
-      if (Number(pid) !== process.pid && isAlive(Number(pid))) continue
+      if (Number(pid) === process.pid ? held.has(path.join(this.dir, name)) : isAlive(Number(pid))) continue
       const claimed = path.join(this.dir, `${this.host}@${process.pid}@${order}@${id}.clicks`)
       try {
         fs.renameSync(path.join(this.dir, name), claimed)
@@ -167,6 +174,7 @@ export class ClickSpool implements RoundSpool {
         fs.rmSync(claimed, { force: true })
         continue
       }
+      held.add(claimed)
       round.spool = { path: claimed, fd: -1, written: round.count, values: [0, 0, 0, 0], entries: new Map() }
       this.recovered.push(round)
     }
@@ -214,6 +222,7 @@ export class ClickSpool implements RoundSpool {
         return this.fail(round, undefined, error)
       }
       round.spool = segment
+      held.add(file)
     }
     const from = segment.written
     const count = n - from
@@ -279,6 +288,7 @@ export class ClickSpool implements RoundSpool {
     if (segment !== undefined) {
       if (segment.fd >= 0) fs.closeSync(segment.fd)
       fs.rmSync(segment.path, { force: true })
+      held.delete(segment.path)
     }
     return false
   }
@@ -299,7 +309,9 @@ export class ClickSpool implements RoundSpool {
   }
 
   remove(segment: unknown) {
-    if (typeof segment === "string") fs.rmSync(segment, { force: true })
+    if (typeof segment !== "string") return
+    fs.rmSync(segment, { force: true })
+    held.delete(segment)
   }
 
   /** Stops the writer (the flusher's drain seals what is left). */

@@ -163,6 +163,17 @@ describe("click spool", () => {
     }
   })
 
+  it("a second spool in the same process leaves the files of the first alone", () => {
+    const first = new ClickSpool(dir, 60_000)
+    const buffer = new ClickBuffer(1_000, 1_000)
+    first.attach(buffer)
+    buffer.record(linkX, 1, "192.0.2.1", CHROME, "", "")
+    first.write(buffer.current)
+    expect(files()).toHaveLength(1)
+    expect(new ClickSpool(dir, 60_000).recovered).toEqual([])
+    expect(files()).toHaveLength(1)
+  })
+
   it("a file of a process of this host that still runs is left to it", () => {
     const host = os.hostname().replace(/[^A-Za-z0-9-]/g, "_")
     // pid 1 runs (init); a pid on another host says nothing about liveness here.
