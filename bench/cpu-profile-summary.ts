@@ -40,5 +40,7 @@ profile.samples.forEach((id, i) => {
 const rows = [...selfUs.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(topText ?? 30))
 process.stdout.write(`${(total / 1e6).toFixed(2)} s sampled\n`)
 for (const [key, us] of rows) {
-  process.stdout.write(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1e3).toFixed(0).padStart(7)} ms  ${key}\n`)
+  process.stdout.write(
+    `${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1e3).toFixed(0).padStart(7)} ms  ${key}\n`
+  )
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { mergeUtm, PLAIN_HTTP_URL, prepareLocation, visibleAscii } from "../../apps/redirector/Location.js"
-import { isHttpUrl } from "../../domain/Link.js"
 import { type LinkState, SlugTable } from "../../apps/redirector/SlugTable.js"
+import { isHttpUrl } from "../../domain/Link.js"
 
 describe("UTM merge", () => {
   it("appends the link's UTM parameters in the fixed order when the destination has no query", () => {
