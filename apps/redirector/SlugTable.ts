@@ -140,11 +140,15 @@ export const startSlugTable = (table: SlugTable) =>
     const log = yield* EventLog
     const offsets = yield* log.endOffsets(Topics.links)
     const started = Date.now()
+    const cpu = process.cpuUsage()
     const loaded = yield* loadLinks(table)
     table.ready = true
+    const used = process.cpuUsage(cpu)
     const rssMb = Math.round(process.memoryUsage.rss() / 1048576)
+    // The CPU time too: on a shared machine the wall time says more about the neighbours.
     yield* Effect.logInfo(
-      `slug table loaded: ${loaded} links (${table.size} active) in ${Date.now() - started} ms, rss ${rssMb} MB`
+      `slug table loaded: ${loaded} links (${table.size} active) in ${Date.now() - started} ms ` +
+        `(cpu ${Math.round((used.user + used.system) / 1000)} ms), rss ${rssMb} MB`
     )
     yield* log.follow({ topic: Topics.links, startAt: { _tag: "Offsets", offsets } }, LinkEvent, (batch) =>
       Effect.sync(() => {
