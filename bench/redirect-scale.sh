@@ -16,7 +16,7 @@
 # 3), BENCH_FIRST_WARMUP (s per server, default 15), BENCH_ROUNDS (default 2), BENCH_THREADS
 # (default 1), BENCH_CONNECTIONS (default 64), BENCH_NICE (niceness of the service, default
 # 10), BENCH_KEEP=1. The last line on stdout is one JSON object:
-#   {"links", "ready_s", "load_ms", "rss_mb", "one_rss_mb", "table_rss_mb", "bare_rps",
+#   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "rss_mb", "one_rss_mb", "table_rss_mb", "bare_rps",
 #    "one_rps", "scale_rps", "scale_ratio", "one_ratio", "scale_vs_one"}
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -100,9 +100,10 @@ SHORT_PORT=$SCALE_PORT LOG_LEVEL=Info node $REDIRECTOR_NODE_FLAGS --import tsx a
 SCALE_PID=$!
 wait_http "http://127.0.0.1:$SCALE_PORT/readyz" "$SCALE_PID" "the million-link redirector" 300 200
 READY_MS=$(($(date +%s%3N) - start_ms))
-LOADED=$(grep -o 'slug table loaded: [0-9]* links ([0-9]* active) in [0-9]* ms, rss [0-9]* MB' "$TMP/scale.log" | tail -n 1)
+LOADED=$(grep -o 'slug table loaded: [0-9]* links ([0-9]* active) in [0-9]* ms (cpu [0-9]* ms), rss [0-9]* MB' "$TMP/scale.log" | tail -n 1)
 [ -n "$LOADED" ] || die "the redirector did not log its load"
 LOAD_MS=$(printf '%s' "$LOADED" | sed -E 's/.* in ([0-9]+) ms.*/\1/')
+LOAD_CPU_MS=$(printf '%s' "$LOADED" | sed -E 's/.*cpu ([0-9]+) ms.*/\1/')
 LOAD_RSS=$(printf '%s' "$LOADED" | sed -E 's/.*rss ([0-9]+) MB.*/\1/')
 log "bench: $LOADED; ready $((READY_MS / 1000)).$(printf '%03d' $((READY_MS % 1000)))s after spawn"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SCALE_PORT/s$LINKS")" = 302 ] || die "the last seeded slug does not redirect"
@@ -141,14 +142,15 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 node -e '
-  const [links, readyMs, loadMs, loadRss, rssScale, rssOne, ...runs] = process.argv.slice(1)
+  const [links, readyMs, loadMs, loadCpuMs, loadRss, rssScale, rssOne, ...runs] = process.argv.slice(1)
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
   const ratio = (a, b) => median(rounds.map((r) => r[a].rps / r[b].rps))
   const rps = (a) => median(rounds.map((r) => r[a].rps))
   const f = (x, d) => Number(x.toFixed(d))
   const out = {
-    links: Number(links), ready_s: f(readyMs / 1000, 3), load_ms: Number(loadMs), load_rss_mb: Number(loadRss),
+    links: Number(links), ready_s: f(readyMs / 1000, 3), load_ms: Number(loadMs), load_cpu_ms: Number(loadCpuMs),
+    load_rss_mb: Number(loadRss),
     rss_mb: Number(rssScale), one_rss_mb: Number(rssOne), table_rss_mb: Number(rssScale) - Number(rssOne),
     bare_rps: f(rps("bare"), 1), one_rps: f(rps("one"), 1), scale_rps: f(rps("scale"), 1),
     scale_ratio: f(ratio("scale", "bare"), 4), one_ratio: f(ratio("one", "bare"), 4), scale_vs_one: f(ratio("scale", "one"), 4)
@@ -157,4 +159,4 @@ node -e '
   console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}`)
   console.log(`ready ${out.ready_s} s after spawn (load ${out.load_ms} ms; target 10 s), RSS ${out.rss_mb} MB (table ${out.table_rss_mb} MB; target <= 500), scale/one ${out.scale_vs_one} (target >= 0.95)`)
   console.log(JSON.stringify(out))
-' "$LINKS" "$READY_MS" "$LOAD_MS" "$LOAD_RSS" "$RSS_SCALE" "$RSS_ONE" "${RUNS[@]}"
+' "$LINKS" "$READY_MS" "$LOAD_MS" "$LOAD_CPU_MS" "$LOAD_RSS" "$RSS_SCALE" "$RSS_ONE" "${RUNS[@]}"
