@@ -93,3 +93,45 @@ run_wrk() {
   WRK_PID=""
   return "$status"
 }
+
+# tree_ticks PID: CPU time (clock ticks, user + system) used so far by PID and every process
+# under it (the service's embedded PostgreSQL and its backends included).
+tree_ticks() {
+  local pids p total=0 t
+  pids=$(ps -e -o pid=,ppid= | awk -v root="$1" '
+    { parent[$1] = $2; all[NR] = $1 }
+    END {
+      for (i = 1; i <= NR; i++) {
+        p = all[i]
+        while (p != "" && p != 0 && p != 1) { if (p == root) { print all[i]; break } ; p = parent[p] }
+      }
+    }')
+  for p in $pids; do
+    t=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 }') || continue
+    total=$((total + ${t:-0}))
+  done
+  printf '%s' "$total"
+}
+
+# quiet_wait PID NAME: waits (at most BENCH_QUIET_TIMEOUT s, default 60) until PID's process
+# tree uses less than 10% of a core over a second, so that a phase does not measure the
+# service still digesting the clicks of the phase before. Prints how long it waited.
+quiet_wait() {
+  local pid=$1 name=$2 hz start before after
+  hz=$(getconf CLK_TCK)
+  start=$(date +%s)
+  while :; do
+    before=$(tree_ticks "$pid")
+    sleep 1
+    after=$(tree_ticks "$pid")
+    [ $((after - before)) -le $((hz / 10)) ] && break
+    if [ $(($(date +%s) - start)) -ge "${BENCH_QUIET_TIMEOUT:-60}" ]; then
+      log "bench: $name still busy ($(((after - before) * 100 / hz))% of a core) after ${BENCH_QUIET_TIMEOUT:-60}s; measuring anyway"
+      return 0
+    fi
+  done
+  QUIET_WAITED=$(($(date +%s) - start))
+}
+
+# rss_mb PID: resident memory of one process, in MB.
+rss_mb() { awk '/^VmRSS:/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }

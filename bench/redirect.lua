@@ -4,6 +4,8 @@
 -- GETs sent is exactly the number of clicks the redirector saw: bench/redirect.sh compares
 -- it with what the analytics count. The User-Agent is a browser's (wrk sends none, and a
 -- request without one is classified as a bot).
+-- With BENCH_RANDOM=N (bench/redirect-scale.sh) every GET asks for BENCH_PATH .. k with k
+-- random in 1..N (seeded per thread), so the lookups spread over the whole slug table.
 local threads = {}
 
 function setup(thread)
@@ -17,17 +19,24 @@ function init(args)
   get_seconds = tonumber(os.getenv("BENCH_GET_SECONDS") or "8")
   path = os.getenv("BENCH_PATH") or "/"
   local ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
-  local headers = { ["User-Agent"] = ua }
+  headers = { ["User-Agent"] = ua }
   -- BENCH_HOST: the Host header (a custom domain's phase); unset: wrk's, the address.
   local host = os.getenv("BENCH_HOST")
   if host ~= nil and host ~= "" then headers["Host"] = host end
   get_req = wrk.format("GET", path, headers)
   head_req = wrk.format("HEAD", path, headers)
+  random_n = tonumber(os.getenv("BENCH_RANDOM") or "0")
+  if random_n > 0 then
+    math.randomseed(os.time() + (tonumber(tostring({}):match("0x(%x+)") or "0", 16) or 0) % 100000)
+  end
 end
 
 function request()
   if os.time() - started < get_seconds then
     gets = gets + 1
+    if random_n > 0 then
+      return wrk.format("GET", path .. math.random(1, random_n), headers)
+    end
     return get_req
   end
   heads = heads + 1

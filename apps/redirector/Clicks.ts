@@ -1,10 +1,10 @@
-import { randomBytes } from "node:crypto"
 import { Effect, Either, Fiber, Metric } from "effect"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
 import { BoundedCache } from "../../infra/BoundedCache.js"
-import { ipText, ipv4Offset } from "../../infra/http/HttpServer.js"
 import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
+import { ClickBuffer } from "./ClickRound.js"
+import type { ClickSpool } from "./ClickSpool.js"
 import type { SlugEntry } from "./SlugTable.js"
 import type { VisitorSecrets } from "./VisitorSecrets.js"
 
@@ -34,192 +34,17 @@ export interface ClickCaptureOptions {
   readonly intervalMs?: number
   /** How long closing keeps retrying to publish what is left (default 10 s). */
   readonly drainMs?: number
+  /**
+   * The crash spool: every click is written to it within a few milliseconds, and what an
+   * earlier process left in it is published first. Without it a crash loses the buffer.
+   */
+  readonly spool?: ClickSpool | undefined
 }
 
 const droppedClicks = Metric.counter("redirector_clicks_dropped_total", {
   description: "Clicks not recorded because the click buffer was full (event log unavailable for too long)."
 })
 const publishedClicks = Metric.counter("redirector_clicks_published_total")
-
-/** Distinct strings of one generation, each once, by index. */
-class Interned {
-  readonly values: Array<string> = []
-  private readonly index = new Map<string, number>()
-  /** The last string asked for: a header read per request is a new string, and comparing it costs less than hashing it. */
-  private last: string | undefined = undefined
-  private lastIndex = -1
-  of(s: string): number {
-    if (s === this.last) return this.lastIndex
-    let i = this.index.get(s)
-    if (i === undefined) {
-      i = this.values.length
-      this.values.push(s)
-      this.index.set(s, i)
-    }
-    this.last = s
-    this.lastIndex = i
-    return i
-  }
-  clear() {
-    this.values.length = 0
-    this.index.clear()
-    this.last = undefined
-    this.lastIndex = -1
-  }
-}
-
-/** An IPv4 address (also IPv4-mapped IPv6) as one int32; undefined for other addresses. */
-const ipv4Key = (b: Uint8Array): number | undefined => {
-  const o = ipv4Offset(b)
-  return o < 0 ? undefined : (b[o]! << 24) | (b[o + 1]! << 16) | (b[o + 2]! << 8) | b[o + 3]!
-}
-
-/**
- * The raw clicks of one round, column by column: typed arrays of times and of indexes into
- * the round's distinct addresses, user agents, referers and country headers. Recording a
- * click allocates nothing that outlives the request (the header strings a request reads die
- * young unless they are new this round), so a busy redirector does not promote every click's
- * strings into the old generation and pay for them in long collections.
- */
-class ClickRound {
-  count = 0
-  entries: Array<SlugEntry | undefined>
-  times: Float64Array
-  peers: Int32Array
-  agents: Int32Array
-  referers: Int32Array
-  countries: Int32Array
-  readonly peerValues = new Interned()
-  private readonly peerByV4 = new Map<number, number>()
-  readonly agentValues = new Interned()
-  readonly refererValues = new Interned()
-  readonly countryValues = new Interned()
-
-  constructor(capacity: number) {
-    this.entries = new Array(capacity)
-    this.times = new Float64Array(capacity)
-    this.peers = new Int32Array(capacity)
-    this.agents = new Int32Array(capacity)
-    this.referers = new Int32Array(capacity)
-    this.countries = new Int32Array(capacity)
-  }
-
-  private peerOf(peer: ArrayBuffer | string): number {
-    if (typeof peer === "string") return this.peerValues.of(peer)
-    const bytes = new Uint8Array(peer)
-    const v4 = ipv4Key(bytes)
-    if (v4 === undefined) return this.peerValues.of(ipText(bytes))
-    let i = this.peerByV4.get(v4)
-    if (i === undefined) {
-      i = this.peerValues.of(ipText(bytes))
-      this.peerByV4.set(v4, i)
-    }
-    return i
-  }
-
-  private grow() {
-    const size = this.times.length * 2
-    const widen = <T extends Float64Array | Int32Array>(a: T, make: (n: number) => T): T => {
-      const b = make(size)
-      b.set(a)
-      return b
-    }
-    this.entries.length = size
-    this.times = widen(this.times, (n) => new Float64Array(n))
-    this.peers = widen(this.peers, (n) => new Int32Array(n))
-    this.agents = widen(this.agents, (n) => new Int32Array(n))
-    this.referers = widen(this.referers, (n) => new Int32Array(n))
-    this.countries = widen(this.countries, (n) => new Int32Array(n))
-  }
-
-  push(
-    entry: SlugEntry,
-    time: number,
-    peer: ArrayBuffer | string,
-    userAgent: string,
-    referer: string,
-    country: string
-  ) {
-    const i = this.count
-    if (i === this.times.length) this.grow()
-    this.entries[i] = entry
-    this.times[i] = time
-    this.peers[i] = this.peerOf(peer)
-    this.agents[i] = this.agentValues.of(userAgent)
-    this.referers[i] = referer === "" ? -1 : this.refererValues.of(referer)
-    this.countries[i] = country === "" ? -1 : this.countryValues.of(country)
-    this.count = i + 1
-  }
-
-  /** Empty again, for reuse; forgets the links it pointed to. */
-  reset() {
-    this.entries.fill(undefined, 0, this.count)
-    this.count = 0
-    this.peerValues.clear()
-    this.peerByV4.clear()
-    this.agentValues.clear()
-    this.refererValues.clear()
-    this.countryValues.clear()
-  }
-}
-
-/**
- * The request path's side of click capture: the current round's clicks. Address and user
- * agent stay in this process; the flusher turns them into the event's privacy fields before
- * anything is published.
- */
-export class ClickBuffer {
-  /** Clicks of the current round. */
-  count = 0
-  /** Clicks taken from the request path (being converted, or converted and waiting to be published). */
-  waiting = 0
-  dropped = 0
-  /** Set while the flusher sleeps: cuts the sleep short when a batch is full. */
-  wake: (() => void) | undefined = undefined
-  current: ClickRound
-  /** Rounds taken whose conversion has to be tried again (the day's secret was unreadable). */
-  readonly retry: Array<ClickRound> = []
-  private readonly spare: Array<ClickRound> = []
-
-  constructor(
-    readonly maxBuffered: number,
-    readonly batchSize: number
-  ) {
-    this.current = new ClickRound(Math.min(batchSize, 16_384))
-  }
-
-  /** `peer` as HttpExchange.remoteAddressRaw gives it: 4 or 16 bytes, or the text. */
-  record(
-    entry: SlugEntry,
-    time: number,
-    peer: ArrayBuffer | string,
-    userAgent: string,
-    referer: string,
-    country: string
-  ): void {
-    if (this.count + this.waiting >= this.maxBuffered) {
-      this.dropped++
-      return
-    }
-    this.current.push(entry, time, peer, userAgent, referer, country)
-    if (++this.count >= this.batchSize && this.wake !== undefined) this.wake()
-  }
-
-  /** The current round, for the flusher; recording goes on into a fresh (or reused) one. */
-  take(): ClickRound {
-    const taken = this.current
-    this.waiting += taken.count
-    this.count = 0
-    this.current = this.spare.pop() ?? new ClickRound(Math.min(this.batchSize, 16_384))
-    return taken
-  }
-
-  /** A converted round, back for reuse (two are kept). */
-  release(round: ClickRound) {
-    round.reset()
-    if (this.spare.length < 2) this.spare.push(round)
-  }
-}
 
 /**
  * Click capture: the buffer for the request path and a flusher that publishes to clicks.v1
@@ -236,6 +61,21 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     const clicksPerPublish = Math.max(batchSize, clicksPerEvent)
     const intervalMs = options.intervalMs ?? 100
     const buffer = new ClickBuffer(options.maxBuffered ?? 1_000_000, batchSize)
+    const spool = options.spool
+    if (spool !== undefined) {
+      // What a crashed (or cut short) process left: converted and published before anything
+      // new, with the event ids it had, so what it had already published is not counted twice.
+      for (const round of spool.recovered) {
+        buffer.retry.push(round)
+        buffer.waiting += round.count
+      }
+      if (spool.recovered.length > 0) {
+        yield* Effect.logInfo(
+          `click spool: publishing ${buffer.waiting} clicks of ${spool.recovered.length} rounds left by an earlier process`
+        )
+      }
+      spool.attach(buffer)
+    }
     const classify = cachedUserAgentParser()
     const hostOf = cachedReferrerHost()
 
@@ -286,7 +126,12 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     }
 
     /** Records ready to publish, in order, each chunk one publish call. */
-    const waiting: Array<{ readonly records: Array<OutgoingRecord>; readonly clicks: number }> = []
+    const waiting: Array<{
+      readonly records: Array<OutgoingRecord>
+      readonly clicks: number
+      /** The spool segment of the round whose last events these are: deleted once they are published. */
+      readonly segment?: unknown
+    }> = []
     let reportedDrops = 0
     let failures = 0
 
@@ -368,8 +213,8 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
           }
         }
         yield* restore(Effect.forEach(days.keys(), (day) => Effect.map(secrets.get(day), (s) => days.set(day, s))))
-        // Per round a random prefix, per event a counter: unique ids without a CSPRNG call each.
-        const idPrefix = `evt_${randomBytes(10).toString("hex")}`
+        // Per round a prefix (kept in its spool segment), per event a counter.
+        const idPrefix = round.id
         const occurredAt = new Date().toISOString()
         let sequence = 0
         let records: Array<OutgoingRecord> = []
@@ -436,6 +281,9 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
         }
         for (const g of groups.values()) if (g.at.length > 0) emit(g)
         publishChunk()
+        const segment = spool?.detach(round)
+        // After the round's own chunks: deleted once they are all acknowledged.
+        if (segment !== undefined) waiting.push({ records: [], clicks: 0, segment })
         buffer.retry.shift()
         buffer.release(round)
       })
@@ -450,7 +298,8 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     const publish = Effect.gen(function* () {
       while (waiting.length > 0) {
         const chunk = waiting[0]!
-        yield* log.publish(Topics.clicks, chunk.records)
+        if (chunk.records.length > 0) yield* log.publish(Topics.clicks, chunk.records)
+        if (chunk.segment !== undefined) spool?.remove(chunk.segment)
         waiting.shift()
         buffer.waiting -= chunk.clicks
         yield* Metric.incrementBy(publishedClicks, chunk.clicks)

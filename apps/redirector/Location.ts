@@ -54,12 +54,20 @@ export const mergeUtm = (destination: string, utm: Readonly<Record<string, strin
 }
 
 /**
+ * An http(s) URL with an ordinary domain name (labels of letters, digits and hyphens, the
+ * last one starting with a letter, so never an IPv4 address to check) and visible ASCII
+ * after it: one `isHttpUrl` accepts, recognized without the URL parser. A million links load
+ * in seconds less; anything else goes through `isHttpUrl`.
+ */
+export const PLAIN_HTTP_URL = /^https?:\/\/(?:[A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*(?:[/?#][\x21-\x7e]*)?$/
+
+/**
  * The Location header value for a link, computed once when the link enters the slug table:
  * the destination with its UTM parameters, in visible ASCII only. Null when the destination
  * is not an absolute http(s) URL: the API validates it, but the redirector does not send a
  * browser anywhere else.
  */
 export const prepareLocation = (destination: string, utm: Readonly<Record<string, string>> | null): string | null => {
-  if (!isHttpUrl(destination)) return null
+  if (!PLAIN_HTTP_URL.test(destination) && !isHttpUrl(destination)) return null
   return visibleAscii(mergeUtm(destination, utm))
 }

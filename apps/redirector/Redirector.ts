@@ -1,7 +1,9 @@
 import { Cause, Config, Context, Effect, Layer, Option, Runtime } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
-import { type ClickBuffer, makeClickCapture } from "./Clicks.js"
+import type { ClickBuffer } from "./ClickRound.js"
+import { openClickSpool } from "./ClickSpool.js"
+import { makeClickCapture } from "./Clicks.js"
 import { answerTlsAsk, type HostRouting, makeHostRouting, TLS_ASK_PATH, VerifiedHosts } from "./HostTable.js"
 import { SlugTable, startSlugTable } from "./SlugTable.js"
 import { makeVisitorSecrets } from "./VisitorSecrets.js"
@@ -95,6 +97,12 @@ export const clickCaptureConfig = Config.string("CLICK_CAPTURE").pipe(
   Config.withDefault(true)
 )
 
+/**
+ * REDIRECTOR_REUSE_PORT: `1` (or true/on) lets several redirector processes share SHORT_PORT,
+ * one per core; off by default, so a second listener on a used port fails at start.
+ */
+export const reusePortConfig = Config.boolean("REDIRECTOR_REUSE_PORT").pipe(Config.withDefault(false))
+
 export interface RedirectorShape {
   readonly engine: HttpEngine
   readonly port: number
@@ -106,6 +114,7 @@ export interface RedirectorShape {
 const make = Effect.gen(function* () {
   const config = yield* AppConfig
   const capture = yield* clickCaptureConfig
+  const reusePort = yield* reusePortConfig
   const table = new SlugTable()
   // The verified custom hosts, when the composition root provides them (Live.ts does).
   const hosts = yield* Effect.serviceOption(VerifiedHosts)
@@ -114,11 +123,14 @@ const make = Effect.gen(function* () {
     : undefined
   // Acquired before the server, so released after it: the last clicks are published once
   // nothing can add more.
-  const clicks = capture ? yield* makeClickCapture(yield* makeVisitorSecrets) : undefined
+  const clicks = capture
+    ? yield* makeClickCapture(yield* makeVisitorSecrets, { spool: yield* openClickSpool })
+    : undefined
   const runtime = yield* Effect.runtime<never>()
   const server = yield* serveHttp({
     host: "0.0.0.0",
     port: config.shortPort,
+    reusePort,
     handler: makeRedirectHandler(table, clicks, config.countryHeader, routing),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("redirect handler failed", Cause.die(error)))
   })
@@ -126,7 +138,8 @@ const make = Effect.gen(function* () {
     yield* Effect.logWarning(`redirector falls back to node:http: ${server.fallbackReason}`)
   }
   yield* Effect.logInfo(
-    `redirector listening on 0.0.0.0:${server.port} (${server.engine}), click capture ${capture ? "on" : "off"}`
+    `redirector listening on 0.0.0.0:${server.port} (${server.engine}${reusePort ? ", port shared" : ""}), ` +
+      `click capture ${capture ? "on" : "off"}`
   )
   yield* Effect.addFinalizer(() => Effect.logInfo("redirector stopping: closing the listener, then flushing clicks"))
   yield* startSlugTable(table)

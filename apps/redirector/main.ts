@@ -4,12 +4,16 @@ import { DatabaseLive } from "../../infra/Database.js"
 import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
 import { httpEngineConfig } from "../../infra/http/HttpServer.js"
 import { runMain } from "../../infra/Main.js"
+import { clickSpoolConfig } from "./ClickSpool.js"
 import { RedirectorAppLive } from "./Live.js"
-import { clickCaptureConfig } from "./Redirector.js"
+import { clickCaptureConfig, reusePortConfig } from "./Redirector.js"
 
-// Every setting is read first (AppConfig, HTTP_ENGINE, CLICK_CAPTURE), so a bad one stops
+// Every setting is read first (AppConfig, HTTP_ENGINE, CLICK_CAPTURE, ...), so a bad one stops
 // start-up before the database starts.
-const Settings = Layer.merge(AppConfig.layer, Layer.effectDiscard(Config.all([httpEngineConfig, clickCaptureConfig])))
+const Settings = Layer.merge(
+  AppConfig.layer,
+  Layer.effectDiscard(Config.all([httpEngineConfig, clickCaptureConfig, clickSpoolConfig, reusePortConfig]))
+)
 
 // The short host on its own (`npm run start:redirector`): as many copies as needed, each with
 // its own slug table, all sharing PostgreSQL and the event log.

@@ -8,6 +8,21 @@ export interface LinkOptionsChange {
   readonly expiresAt?: Date | null
 }
 
+/**
+ * A link's redirect state as plain data (times in ms since the epoch, truncated as Date
+ * truncates): what the redirector's load reads, a million at a time, without building models.
+ */
+export interface LinkSnapshot {
+  readonly id: string
+  readonly accountId: string
+  readonly slug: string
+  readonly destinationUrl: string
+  readonly active: boolean
+  readonly utm: Readonly<Record<string, string>> | null
+  readonly expiresAt: number | null
+  readonly updatedAt: number
+}
+
 export interface LinkRepoShape {
   /** Inserts unless the slug is taken; None on a slug conflict. */
   readonly insert: (link: NewLink) => Effect.Effect<Option.Option<Link>>
@@ -28,6 +43,15 @@ export interface LinkRepoShape {
   readonly streamAll: (accountId: AccountId, filter?: LinkFilter, pageSize?: number) => Stream.Stream<Link>
   /** Every link of every account after `afterSeq`, oldest first, at most `limit`. */
   readonly snapshotsAfter: (afterSeq: bigint, limit: number) => Effect.Effect<ReadonlyArray<LinkRecord>, DatabaseError>
+  /**
+   * Every link of every account, in no particular order, through one server-side cursor:
+   * `f` gets each batch of at most `batchSize` in turn (one snapshot of the table, memory
+   * flat). Says how many links there were.
+   */
+  readonly forEachSnapshot: <E, R>(
+    batchSize: number,
+    f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
+  ) => Effect.Effect<number, DatabaseError | E, R>
 }
 
 /** Short links, as the model (domain/Link.ts). Every call runs in the caller's transaction. */

@@ -81,6 +81,12 @@ export interface ServeOptions {
   readonly onError: (error: unknown) => void
   /** How long a close waits for keep-alive connections to finish before cutting them. */
   readonly drainMs?: number
+  /**
+   * Share the port with other processes that ask for the same (SO_REUSEPORT: the kernel
+   * spreads connections among them). Off by default: a port in use fails the start. Only
+   * uWebSockets.js can (node:http in Node 20 has no such option).
+   */
+  readonly reusePort?: boolean
 }
 
 const STATUS_LINES: Record<number, string> = {
@@ -367,12 +373,26 @@ const serveUws = (uws: UwsModule, options: ServeOptions) =>
           }
         }
       })
-      app.listen(options.host, options.port, (socket) => {
+      // uSockets shares ports by default: without the exclusive flag a second process on a
+      // used port would start silently and take part of the traffic.
+      const LIBUS_LISTEN_DEFAULT = 0
+      const LIBUS_LISTEN_EXCLUSIVE_PORT = 1
+      const flags = options.reusePort === true ? LIBUS_LISTEN_DEFAULT : LIBUS_LISTEN_EXCLUSIVE_PORT
+      const listen = app.listen as unknown as (
+        host: string,
+        port: number,
+        flags: number,
+        cb: (socket: Uws.us_listen_socket | false) => void
+      ) => void
+      listen.call(app, options.host, options.port, flags, (socket) => {
         if (socket === false) {
           resume(
             Effect.fail(
               new HttpServerError({
-                message: `could not listen on ${options.host}:${options.port} (address in use or not permitted)`
+                message:
+                  `could not listen on ${options.host}:${options.port}: port ${options.port} is in use` +
+                  (options.reusePort === true ? " by a listener that does not share it" : "") +
+                  " (or not permitted)"
               })
             )
           )
@@ -503,10 +523,16 @@ const serveNode = (options: ServeOptions) =>
         if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         else socket.destroy()
       })
-      const onError = (error: Error) =>
+      const onError = (error: NodeJS.ErrnoException) =>
         resume(
           Effect.fail(
-            new HttpServerError({ message: `could not listen on ${options.host}:${options.port}`, cause: error })
+            new HttpServerError({
+              message:
+                error.code === "EADDRINUSE"
+                  ? `could not listen on ${options.host}:${options.port}: port ${options.port} is in use`
+                  : `could not listen on ${options.host}:${options.port}: ${error.message}`,
+              cause: error
+            })
           )
         )
       server.once("error", onError)
@@ -550,8 +576,18 @@ export const serveHttp = (
       if (wanted === "uws") {
         return yield* new HttpServerError({ message: `HTTP_ENGINE=uws but uWebSockets.js does not load: ${uws.error}` })
       }
+      if (options.reusePort === true) {
+        return yield* new HttpServerError({
+          message: `port ${options.port} cannot be shared: uWebSockets.js does not load (${uws.error}) and node:http cannot share a port`
+        })
+      }
       const { port } = yield* serveNode(options)
       return { engine: "node:http", port, fallbackReason: `uWebSockets.js does not load: ${uws.error}` } as const
+    }
+    if (options.reusePort === true) {
+      return yield* new HttpServerError({
+        message: `port ${options.port} cannot be shared with HTTP_ENGINE=node: node:http cannot share a port`
+      })
     }
     const { port } = yield* serveNode(options)
     return { engine: "node:http", port, fallbackReason: undefined } as const

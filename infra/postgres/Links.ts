@@ -11,7 +11,7 @@ import {
   type NewLink,
   Utm
 } from "../../domain/Link.js"
-import { type LinkOptionsChange, LinkRepo } from "../../domain/ports/LinkRepo.js"
+import { type LinkOptionsChange, LinkRepo, type LinkSnapshot } from "../../domain/ports/LinkRepo.js"
 
 /** The columns of the links table as the driver returns them (timestamptz as Date, jsonb parsed). */
 const columns = {
@@ -177,6 +177,35 @@ const make = Effect.gen(function* () {
       Effect.map((rows) => rows.map(recordOfTrustedRow))
     )
 
+  const forEachSnapshot = <E, R>(
+    batchSize: number,
+    f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
+  ) =>
+    sql.withTransaction(
+      Effect.gen(function* () {
+        // A cursor of its own transaction: one snapshot, fetched in batches (no ORDER BY: a
+        // sequential scan, and the reader keeps the newest state of a link by itself).
+        // Only what a redirect needs, times as epoch milliseconds (no Date per row).
+        yield* sql`
+          DECLARE all_links NO SCROLL CURSOR FOR
+          SELECT id, account_id AS "accountId", slug, destination_url AS "destinationUrl",
+                 status = 'active' AS active, utm,
+                 floor(extract(epoch FROM expires_at) * 1000)::float8 AS "expiresAt",
+                 floor(extract(epoch FROM updated_at) * 1000)::float8 AS "updatedAt"
+          FROM links`
+        const size = sql.literal(String(Math.max(1, Math.floor(batchSize))))
+        let count = 0
+        while (true) {
+          const rows = yield* sql<LinkSnapshot>`FETCH FORWARD ${size} FROM all_links`
+          if (rows.length === 0) break
+          count += rows.length
+          yield* f(rows)
+        }
+        yield* sql`CLOSE all_links`
+        return count
+      })
+    )
+
   return LinkRepo.of({
     insert,
     find,
@@ -186,7 +215,8 @@ const make = Effect.gen(function* () {
     disable,
     search,
     streamAll,
-    snapshotsAfter
+    snapshotsAfter,
+    forEachSnapshot
   })
 })
 

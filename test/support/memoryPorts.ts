@@ -1,7 +1,7 @@
 import { Chunk, Clock, Effect, Either, Layer, Option, Schema, Stream } from "effect"
 import { AccountId, ApiKeyId, type Principal } from "../../domain/Account.js"
 import { type Link, type LinkFilter, LinkRecord, type LinkSearch } from "../../domain/Link.js"
-import { LinkRepo } from "../../domain/ports/LinkRepo.js"
+import { LinkRepo, type LinkSnapshot } from "../../domain/ports/LinkRepo.js"
 import { Outbox, type OutboxEvent } from "../../domain/ports/Outbox.js"
 import { UsageRepo } from "../../domain/ports/UsageRepo.js"
 import { UtmPresetRepo } from "../../domain/ports/UtmPresetRepo.js"
@@ -87,7 +87,22 @@ const makeLinkRepo = (state: MemoryState) => {
       Stream.flatMap(Stream.fromEffect(search(accountId, { ...filter, limit: Number.MAX_SAFE_INTEGER })), (rows) =>
         Stream.fromChunk(Chunk.fromIterable(rows))
       ),
-    snapshotsAfter: () => Effect.succeed([])
+    snapshotsAfter: () => Effect.succeed([]),
+    forEachSnapshot: <E, R>(batchSize: number, f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>) =>
+      Effect.gen(function* () {
+        const all = [...state.links.values()].map((l) => ({
+          id: l.id,
+          accountId: l.accountId,
+          slug: l.slug,
+          destinationUrl: l.destinationUrl,
+          active: l.status === "active",
+          utm: l.utm,
+          expiresAt: l.expiresAt === null ? null : l.expiresAt.getTime(),
+          updatedAt: l.updatedAt.getTime()
+        }))
+        for (let i = 0; i < all.length; i += batchSize) yield* f(all.slice(i, i + batchSize))
+        return all.length
+      })
   })
 }
 

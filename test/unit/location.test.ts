@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
-import { mergeUtm, prepareLocation, visibleAscii } from "../../apps/redirector/Location.js"
+import { mergeUtm, PLAIN_HTTP_URL, prepareLocation, visibleAscii } from "../../apps/redirector/Location.js"
 import { type LinkState, SlugTable } from "../../apps/redirector/SlugTable.js"
+import { isHttpUrl } from "../../domain/Link.js"
 
 describe("UTM merge", () => {
   it("appends the link's UTM parameters in the fixed order when the destination has no query", () => {
@@ -132,5 +133,35 @@ describe("prepared answers in the slug table", () => {
     table.apply(state({ id: "link_a", slug: "healthz" }))
     table.apply(state({ id: "link_b", slug: "ReadyZ" }))
     expect(table.byPath.size).toBe(0)
+  })
+})
+
+describe("the plain-URL fast path of the load", () => {
+  it("accepts only what the URL parser's check accepts", () => {
+    const cases = [
+      "https://example.com/scale/1",
+      "http://a-b.c0.example?x=1#f",
+      "https://Example.COM",
+      "https://a.b.c/%zz\\x",
+      "https://1.2.3.4/",
+      "https://999.1.1.1/",
+      "https://0x10/",
+      "https://host:8080/p",
+      "https://user@host/",
+      "https://exa mple.com/",
+      "https://example.com./",
+      "https://a..b/",
+      "ftp://example.com/",
+      "https:///path",
+      "https://ex%41mple.com/",
+      "https://example.com/ space"
+    ]
+    for (const url of cases) {
+      if (PLAIN_HTTP_URL.test(url)) expect(isHttpUrl(url), url).toBe(true)
+    }
+    expect(PLAIN_HTTP_URL.test("https://example.com/scale/1")).toBe(true)
+    expect(PLAIN_HTTP_URL.test("https://999.1.1.1/")).toBe(false)
+    expect(prepareLocation("https://999.1.1.1/", null)).toBeNull()
+    expect(prepareLocation("https://1.2.3.4/x", null)).toBe("https://1.2.3.4/x")
   })
 })

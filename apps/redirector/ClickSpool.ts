@@ -1,0 +1,368 @@
+import * as fs from "node:fs"
+import { hostname } from "node:os"
+import * as path from "node:path"
+import { crc32 } from "node:zlib"
+import { Config, Effect } from "effect"
+import { AppConfig } from "../../infra/AppConfig.js"
+import { type ClickBuffer, ClickRound, type Interned, type RoundSpool } from "./ClickRound.js"
+import type { SlugEntry } from "./SlugTable.js"
+
+/**
+ * The least time between two writes of the spool. A click is written at the end of the event
+ * loop's turn that answered it, unless the last write was less than this ago: then once it
+ * is this old. So a busy redirector makes at most 1000 writes a second (a writev costs ~5-20
+ * µs here), and a kill -9 loses at most the clicks of the last millisecond or so.
+ */
+export const SPOOL_INTERVAL_MS = 1
+
+/** One round's file: `<host>@<pid>@<order>@<round id>.clicks`, frames appended to it. */
+interface Segment {
+  path: string
+  fd: number
+  /** Clicks of the round in the file. */
+  written: number
+  /** Values of the round's lists (peers, agents, referers, countries) in the file. */
+  readonly values: [number, number, number, number]
+  /** The round's links by identity, each written once: their index in the file. */
+  readonly entries: Map<SlugEntry, number>
+}
+
+/**
+ * Files the spools of this process hold: a file named with this process's pid is an earlier
+ * incarnation's (same pid after a restart in a container) unless a spool here holds it (the
+ * tests, or apps/all, may run several redirectors in one process).
+ */
+const held = new Set<string>()
+
+const VALUES = 1
+const CLICKS = 2
+const ENTRY_COLUMN = 4
+const safeHost = () => hostname().replace(/[^A-Za-z0-9-]/g, "_") || "host"
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+const columnsOf = (round: ClickRound): ReadonlyArray<Interned> => [
+  round.peerValues,
+  round.agentValues,
+  round.refererValues,
+  round.countryValues
+]
+
+/** A frame: body length, CRC-32 of the body, the body (its parts). */
+const frame = (parts: ReadonlyArray<Uint8Array>): Array<Uint8Array> => {
+  let length = 0
+  let crc = 0
+  for (const p of parts) {
+    length += p.byteLength
+    crc = crc32(p, crc)
+  }
+  const head = Buffer.allocUnsafe(8)
+  head.writeUInt32LE(length, 0)
+  head.writeUInt32LE(crc >>> 0, 4)
+  return [head, ...parts]
+}
+
+const valuesFrame = (column: number, values: ReadonlyArray<unknown>) =>
+  frame([Uint8Array.of(VALUES, column), Buffer.from(JSON.stringify(values))])
+
+const bytes = (a: Float64Array | Int32Array, from: number, count: number) =>
+  new Uint8Array(a.buffer, a.byteOffset + from * a.BYTES_PER_ELEMENT, count * a.BYTES_PER_ELEMENT)
+
+/**
+ * Reads a segment back into a round: frame by frame, up to the first one that is cut short
+ * or does not match its checksum (the tail a crash may leave), with every index checked.
+ */
+export const readSegment = (data: Buffer, id: string): ClickRound => {
+  const round = new ClickRound(1024)
+  round.id = id
+  const columns = columnsOf(round)
+  const entries: Array<SlugEntry> = []
+  let off = 0
+  while (off + 8 <= data.length) {
+    const length = data.readUInt32LE(off)
+    const end = off + 8 + length
+    if (length < 2 || end > data.length) break
+    const body = data.subarray(off + 8, end)
+    if (crc32(body) >>> 0 !== data.readUInt32LE(off + 4)) break
+    if (body[0] === VALUES) {
+      const values: unknown = JSON.parse(body.subarray(2).toString())
+      if (!Array.isArray(values)) break
+      if (body[1] === ENTRY_COLUMN) {
+        for (const [linkId, accountId] of values as Array<[string, string]>) {
+          entries.push({ linkId: String(linkId), accountId: String(accountId), location: "", expiresAt: Infinity })
+        }
+      } else {
+        const column = columns[body[1]!]
+        if (column === undefined) break
+        for (const v of values) column.of(String(v))
+      }
+    } else if (body[0] === CLICKS && body.length >= 5) {
+      const n = body.readUInt32LE(1)
+      if (body.length !== 5 + 28 * n) break
+      const at = (col: number, i: number) => body.readInt32LE(5 + 8 * n + 4 * (col * n + i))
+      const limits = [entries.length, ...columns.map((c) => c.values.length)]
+      for (let i = 0; i < n; i++) {
+        const idx = [0, 1, 2, 3, 4].map((col) => at(col, i))
+        if (idx.some((x, col) => x >= limits[col]! || x < (col >= 3 ? -1 : 0))) return round
+        round.pushIndexes(entries[idx[0]!]!, body.readDoubleLE(5 + 8 * i), idx[1]!, idx[2]!, idx[3]!, idx[4]!)
+      }
+    } else {
+      break
+    }
+    off = end
+  }
+  return round
+}
+
+/**
+ * The crash spool of click capture: each round of clicks in its own append-only file in
+ * `dir`, written at the end of the event loop's turn that recorded them, at most one write per
+ * `intervalMs` (1 ms): one writev of the new clicks, no fsync. A killed process (kill -9, OOM)
+ * loses only the clicks answered since the last write: what is written is in the OS's page
+ * cache. A
+ * machine that loses power also loses what the OS had not yet written to disk (Linux writes
+ * dirty pages back within ~30 s). Sealed when the flusher takes the
+ * round and deleted once the event log has acknowledged the round's events. At start, the
+ * files of processes of this host that are gone are claimed (renamed, so two starting
+ * processes cannot both take one) and read back for publishing first; their round ids come
+ * back with them, so events published before a crash keep their ids and are counted once.
+ */
+export class ClickSpool implements RoundSpool {
+  /** Rounds read back from the files of processes that are gone, oldest first. */
+  readonly recovered: Array<ClickRound> = []
+  /** Writes that failed (the round then stays in memory only, its file deleted). */
+  failures = 0
+  lastFailure: unknown = undefined
+  private buffer: ClickBuffer | undefined
+  private timer: NodeJS.Timeout | NodeJS.Immediate | undefined
+  private order = 0
+  private lastWrite = 0
+  private readonly host = safeHost()
+
+  constructor(
+    readonly dir: string,
+    readonly intervalMs: number = SPOOL_INTERVAL_MS
+  ) {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+    this.recover()
+  }
+
+  private recover() {
+    const names = fs
+      .readdirSync(this.dir)
+      .filter((n) => n.endsWith(".clicks"))
+      .sort(byOrder)
+    for (const name of names) {
+      const [host, pid, order, id] = name.slice(0, -".clicks".length).split("@")
+      if (host !== this.host || id === undefined || !/^evt_[0-9a-f]+$/.test(id)) continue
+      if (Number(pid) === process.pid ? held.has(path.join(this.dir, name)) : isAlive(Number(pid))) continue
+      const claimed = path.join(this.dir, `${this.host}@${process.pid}@${order}@${id}.clicks`)
+      try {
+        fs.renameSync(path.join(this.dir, name), claimed)
+      } catch {
+        continue // another process claimed it first
+      }
+      const round = readSegment(fs.readFileSync(claimed), id)
+      if (round.count === 0) {
+        fs.rmSync(claimed, { force: true })
+        continue
+      }
+      held.add(claimed)
+      round.spool = { path: claimed, fd: -1, written: round.count, values: [0, 0, 0, 0], entries: new Map() }
+      this.recovered.push(round)
+    }
+  }
+
+  /** From now on the buffer's rounds are written here. */
+  attach(buffer: ClickBuffer) {
+    this.buffer = buffer
+    buffer.spool = this
+    buffer.spoolIdle = true
+  }
+
+  wake() {
+    this.buffer!.spoolIdle = false
+    const wait = this.lastWrite + this.intervalMs - Date.now()
+    this.timer = wait <= 0 ? setImmediate(this.tick) : setTimeout(this.tick, wait)
+    this.timer.unref()
+  }
+
+  /** Writes what came in since the last write; the next click wakes the writer again. */
+  private readonly tick = () => {
+    this.timer = undefined
+    this.buffer!.spoolIdle = true
+    if (this.write(this.buffer!.current)) this.lastWrite = Date.now()
+  }
+
+  /** Appends the round's clicks not written yet; says whether there were any. */
+  write(round: ClickRound): boolean {
+    const n = round.count
+    let segment = round.spool as Segment | null | undefined
+    if (segment === null) return false // its file failed: the round is in memory only
+    if (segment === undefined) {
+      if (n === 0) return false
+      const order = `${Date.now().toString(36).padStart(10, "0")}-${(this.order++).toString(36).padStart(8, "0")}`
+      const file = path.join(this.dir, `${this.host}@${process.pid}@${order}@${round.id}.clicks`)
+      try {
+        segment = {
+          path: file,
+          fd: fs.openSync(file, "a", 0o600),
+          written: 0,
+          values: [0, 0, 0, 0],
+          entries: new Map()
+        }
+      } catch (error) {
+        return this.fail(round, undefined, error)
+      }
+      round.spool = segment
+      held.add(file)
+    }
+    const from = segment.written
+    const count = n - from
+    if (count === 0) return false
+    const chunks: Array<Uint8Array> = []
+    const columns = columnsOf(round)
+    for (let c = 0; c < 4; c++) {
+      const values = columns[c]!.values
+      if (values.length > segment.values[c]!) {
+        chunks.push(...valuesFrame(c, values.slice(segment.values[c])))
+        segment.values[c] = values.length
+      }
+    }
+    const entryIndexes = new Int32Array(count)
+    const newEntries: Array<[string, string]> = []
+    let last: SlugEntry | undefined
+    let lastIndex = -1
+    for (let i = 0; i < count; i++) {
+      const entry = round.entries[from + i]!
+      if (entry !== last) {
+        last = entry
+        let index = segment.entries.get(entry)
+        if (index === undefined) {
+          index = segment.entries.size
+          segment.entries.set(entry, index)
+          newEntries.push([entry.linkId, entry.accountId])
+        }
+        lastIndex = index
+      }
+      entryIndexes[i] = lastIndex
+    }
+    if (newEntries.length > 0) chunks.push(...valuesFrame(ENTRY_COLUMN, newEntries))
+    const head = Buffer.allocUnsafe(5)
+    head[0] = CLICKS
+    head.writeUInt32LE(count, 1)
+    chunks.push(
+      ...frame([
+        head,
+        bytes(round.times, from, count),
+        bytes(entryIndexes, 0, count),
+        bytes(round.peers, from, count),
+        bytes(round.agents, from, count),
+        bytes(round.referers, from, count),
+        bytes(round.countries, from, count)
+      ])
+    )
+    try {
+      const total = chunks.reduce((s, c) => s + c.byteLength, 0)
+      const done = fs.writevSync(segment.fd, chunks)
+      if (done !== total) throw new Error(`short write to ${segment.path}: ${done} of ${total} bytes`)
+    } catch (error) {
+      return this.fail(round, segment, error)
+    }
+    segment.written = n
+    return true
+  }
+
+  /** A file that cannot be written is deleted (a part of a round must never be published under its ids). */
+  private fail(round: ClickRound, segment: Segment | undefined, error: unknown): false {
+    this.failures++
+    this.lastFailure = error
+    round.spool = null
+    if (segment !== undefined) {
+      if (segment.fd >= 0) fs.closeSync(segment.fd)
+      fs.rmSync(segment.path, { force: true })
+      held.delete(segment.path)
+    }
+    return false
+  }
+
+  seal(round: ClickRound) {
+    this.write(round)
+    const segment = round.spool as Segment | null | undefined
+    if (segment != null && segment.fd >= 0) {
+      fs.closeSync(segment.fd)
+      segment.fd = -1
+    }
+  }
+
+  detach(round: ClickRound): unknown {
+    const segment = round.spool as Segment | null | undefined
+    round.spool = undefined
+    return segment?.path
+  }
+
+  remove(segment: unknown) {
+    if (typeof segment !== "string") return
+    fs.rmSync(segment, { force: true })
+    held.delete(segment)
+  }
+
+  /** Stops the writer (the flusher's drain seals what is left). */
+  close() {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer as NodeJS.Timeout)
+      clearImmediate(this.timer as NodeJS.Immediate)
+    }
+    this.timer = undefined
+    if (this.buffer !== undefined) this.buffer.spoolIdle = false
+  }
+}
+
+const byOrder = (a: string, b: string) => {
+  const key = (n: string) => n.split("@")[2] ?? ""
+  return key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
+}
+
+/**
+ * CLICK_SPOOL: `on` (default) or `off`; REDIRECTOR_SPOOL_DIR: default `$DATA_DIR/spool/redirector`
+ * (one per host: processes of one host share it, each claiming only the files of processes
+ * that are gone); REDIRECTOR_SPOOL_INTERVAL_MS: the least time between two writes (default 1;
+ * 0: at the end of every event loop turn with clicks).
+ */
+export const clickSpoolConfig = Config.all({
+  on: Config.string("CLICK_SPOOL").pipe(
+    Config.validate({
+      message: "must be on or off",
+      validation: (s) => ["on", "off"].includes(s.trim().toLowerCase())
+    }),
+    Config.map((s) => s.trim().toLowerCase() === "on"),
+    Config.withDefault(true)
+  ),
+  dir: Config.option(Config.nonEmptyString("REDIRECTOR_SPOOL_DIR")),
+  intervalMs: Config.integer("REDIRECTOR_SPOOL_INTERVAL_MS").pipe(
+    Config.validate({ message: "must be 0 to 100 (milliseconds)", validation: (n) => n >= 0 && n <= 100 }),
+    Config.withDefault(SPOOL_INTERVAL_MS)
+  )
+})
+
+/** The configured spool (undefined when CLICK_SPOOL=off), its writer stopped with the scope. */
+export const openClickSpool = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const settings = yield* clickSpoolConfig
+  if (!settings.on) return undefined
+  const dir = settings.dir._tag === "Some" ? settings.dir.value : path.join(config.dataDir, "spool", "redirector")
+  return yield* Effect.acquireRelease(
+    Effect.try({
+      try: () => new ClickSpool(dir, settings.intervalMs),
+      catch: (cause) => new Error(`click spool: cannot use ${dir}: ${String(cause)}`)
+    }).pipe(Effect.orDie),
+    (spool) => Effect.sync(() => spool.close())
+  )
+})

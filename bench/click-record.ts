@@ -1,0 +1,61 @@
+/**
+ * A micro-benchmark of the request path's share of click capture, per click: the push into
+ * the click buffer (ClickBuffer.record, with an IPv4 address as uWebSockets.js hands it) and
+ * the spool's write of the new clicks at the end of a loop turn (one writev per turn of
+ * BENCH_TURN clicks, default 64: a busy redirector's turn). The address read itself (a call
+ * into uWS that allocates an ArrayBuffer) and the flusher's conversion are measured by a
+ * CPU profile of the running redirector instead (bench/cpu-profile-summary.ts).
+ *
+ *   node --import tsx bench/click-record.ts
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { ClickBuffer } from "../apps/redirector/ClickRound.js"
+import { ClickSpool } from "../apps/redirector/ClickSpool.js"
+
+const CLICKS = 2_000_000
+const TURN = Number(process.env.BENCH_TURN ?? 64)
+const UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+const entry = { location: "https://example.com/", linkId: "link_bench", accountId: "acct_bench", expiresAt: Infinity }
+const peers = Array.from({ length: 256 }, (_, i) => Uint8Array.of(192, 0, 2, i).buffer)
+
+const run = (spool: ClickSpool | undefined) => {
+  const buffer = new ClickBuffer(Number.MAX_SAFE_INTEGER, 10_000)
+  if (spool !== undefined) {
+    spool.attach(buffer)
+    buffer.spoolIdle = false // written by hand below, once per turn
+  }
+  const started = process.hrtime.bigint()
+  let writeNs = 0n
+  for (let i = 0; i < CLICKS; i++) {
+    // A fresh string per request, as a header read gives one.
+    buffer.record(entry, 1_700_000_000_000 + i, peers[i & 255]!, `${UA}`, "", "")
+    if (spool !== undefined && i % TURN === TURN - 1) {
+      const t = process.hrtime.bigint()
+      spool.write(buffer.current)
+      writeNs += process.hrtime.bigint() - t
+    }
+    if (buffer.count >= 10_000) {
+      const round = buffer.take()
+      buffer.waiting = 0
+      if (spool !== undefined) spool.remove(spool.detach(round))
+      buffer.release(round)
+    }
+  }
+  const totalNs = Number(process.hrtime.bigint() - started)
+  return { perClick: totalNs / CLICKS, writePerClick: Number(writeNs) / CLICKS }
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "click-record-"))
+try {
+  run(undefined) // warm-up
+  const bare = run(undefined)
+  const spooled = run(new ClickSpool(dir, 0))
+  process.stdout.write(
+    `record: ${bare.perClick.toFixed(0)} ns a click without the spool; with it ${spooled.perClick.toFixed(0)} ns ` +
+      `(of which the spool's writes, one per ${TURN} clicks: ${spooled.writePerClick.toFixed(0)} ns a click)\n`
+  )
+} finally {
+  fs.rmSync(dir, { recursive: true, force: true })
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The redirector with a million links, measured in ONE run on this machine:
+#   - seeds BENCH_LINKS links (default 1,000,000: one INSERT … SELECT generate_series, see
+#     bench/seed-links.ts) after a redirector (`one`) has loaded the first of them only;
+#   - starts a second redirector (`scale`) over all of them and prints its time to ready
+#     (spawn to /readyz 200, and the slug table load the redirector logs) and its RSS, and
+#     the table's share of it (RSS of `scale` minus RSS of `one`, both after their warm-up);
+#   - throughput, click capture on, GET with a random slug per request (bench/redirect.lua
+#     with BENCH_RANDOM): bare uWebSockets.js (any path), `one` (always /s1) and `scale`
+#     (/s1 … /sN), BENCH_ROUNDS rounds interleaved; each ratio is the median of the rounds.
+#
+#   bash bench/redirect-scale.sh          (or: npm run bench:redirect-scale)
+#
+# Targets: ready within 10 s, at most 500 MB RSS for the table, scale/one >= 0.95.
+# Tunables: BENCH_LINKS, BENCH_DURATION (s per phase, default 10), BENCH_WARMUP (s, default
+# 3), BENCH_FIRST_WARMUP (s per server, default 15), BENCH_ROUNDS (default 2), BENCH_THREADS
+# (default 1), BENCH_CONNECTIONS (default 64), BENCH_NICE (niceness of the service, default
+# 10), BENCH_KEEP=1. The last line on stdout is one JSON object:
+#   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "rss_mb", "one_rss_mb", "table_rss_mb", "bare_rps",
+#    "one_rps", "scale_rps", "scale_ratio", "one_ratio", "scale_vs_one"}
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BENCH_NAME=bench/redirect-scale.sh
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+ensure_wrk
+command -v curl >/dev/null 2>&1 || die "curl is required"
+[ -d node_modules/tsx ] || die "node_modules is missing: run npm install first"
+
+LINKS=${BENCH_LINKS:-1000000}
+DURATION=${BENCH_DURATION:-10}
+WARMUP=${BENCH_WARMUP:-3}
+FIRST_WARMUP=${BENCH_FIRST_WARMUP:-15}
+ROUNDS=${BENCH_ROUNDS:-2}
+THREADS=${BENCH_THREADS:-1}
+CONNECTIONS=${BENCH_CONNECTIONS:-64}
+NICE=${BENCH_NICE:-10}
+[[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-bench-scale.XXXXXX")
+DATA_DIR_BENCH=$TMP/data
+mkdir -p "$DATA_DIR_BENCH"
+chmod 0711 "$TMP" # the embedded PostgreSQL runs as `postgres` when we are root
+ALL_PID="" BARE_PID="" ONE_PID="" SCALE_PID=""
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  stop_pid "$WRK_PID" 5
+  stop_pid "$BARE_PID" 10
+  stop_pid "$ONE_PID" 30
+  stop_pid "$SCALE_PID" 30
+  stop_pid "$ALL_PID" 60
+  stop_embedded_postgres "$DATA_DIR_BENCH"
+  if [ "$status" -ne 0 ]; then
+    for f in all.log bare.log one.log scale.log; do
+      [ -s "$TMP/$f" ] && { printf -- '--- last lines of %s ---\n' "$f" >&2; tail -n 30 "$TMP/$f" >&2 || true; }
+    done
+  fi
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then printf '%s: kept %s\n' "$BENCH_NAME" "$TMP" >&2; else rm -rf "$TMP"; fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port API_PORT 18680
+free_port SHORT_PORT 18681
+free_port MEDIA_PORT 18682
+free_port BARE_PORT 18690
+free_port ONE_PORT 18691
+free_port SCALE_PORT 18692
+API=http://127.0.0.1:$API_PORT
+
+unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL
+export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT LOG_LEVEL=Warn
+export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
+
+log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, $LINKS links, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase"
+# The service (PostgreSQL, the event log, the click projector) is not what is measured: it
+# runs niced, so it takes the CPU the measured servers leave.
+nice -n "$NICE" node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
+ALL_PID=$!
+wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
+ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
+
+REDIRECTOR_NODE_FLAGS=$(node -e 'const s = require("./package.json").scripts["start:redirector"]; console.log((s.match(/node((?: --[^ ]+)*) --import/) ?? ["", ""])[1].trim())')
+node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the first link failed"
+# `one` loads the single link; the seeded rows after it send no events, so it keeps one.
+SHORT_PORT=$ONE_PORT LOG_LEVEL=Info node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/one.log" 2>&1 &
+ONE_PID=$!
+wait_http "http://127.0.0.1:$ONE_PORT/readyz" "$ONE_PID" "the one-link redirector" 120 200
+log "bench: seeding $LINKS links"
+node --import tsx bench/seed-links.ts "$ACCOUNT_ID" "$LINKS" || die "seeding failed"
+
+quiet_wait "$ALL_PID" "the service"
+start_ms=$(date +%s%3N)
+SHORT_PORT=$SCALE_PORT LOG_LEVEL=Info node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/scale.log" 2>&1 &
+SCALE_PID=$!
+wait_http "http://127.0.0.1:$SCALE_PORT/readyz" "$SCALE_PID" "the million-link redirector" 300 200
+READY_MS=$(($(date +%s%3N) - start_ms))
+LOADED=$(grep -o 'slug table loaded: [0-9]* links ([0-9]* active) in [0-9]* ms (cpu [0-9]* ms), rss [0-9]* MB' "$TMP/scale.log" | tail -n 1)
+[ -n "$LOADED" ] || die "the redirector did not log its load"
+LOAD_MS=$(printf '%s' "$LOADED" | sed -E 's/.* in ([0-9]+) ms.*/\1/')
+LOAD_CPU_MS=$(printf '%s' "$LOADED" | sed -E 's/.*cpu ([0-9]+) ms.*/\1/')
+LOAD_RSS=$(printf '%s' "$LOADED" | sed -E 's/.*rss ([0-9]+) MB.*/\1/')
+log "bench: $LOADED; ready $((READY_MS / 1000)).$(printf '%03d' $((READY_MS % 1000)))s after spawn"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SCALE_PORT/s$LINKS")" = 302 ] || die "the last seeded slug does not redirect"
+
+BENCH_PATH=/ BARE_PORT=$BARE_PORT node --import tsx bench/bare-uws.ts >"$TMP/bare.log" 2>&1 &
+BARE_PID=$!
+wait_http "http://127.0.0.1:$BARE_PORT/" "$BARE_PID" "the bare uWebSockets.js server" 60 302
+
+# phase NAME PORT RANDOM SECONDS [OUT]: GET /s<k>, k random in 1..RANDOM.
+phase() {
+  BENCH_PATH=/s BENCH_RANDOM=$3 BENCH_GET_SECONDS=$(($4 + 3600)) run_wrk "${5:-$TMP/wrk-$1.txt}" -t"$THREADS" \
+    -c"$CONNECTIONS" -d"$4s" --latency -s bench/redirect.lua "http://127.0.0.1:$2" || die "wrk $1 failed"
+}
+log "bench: first warm-up, ${FIRST_WARMUP}s per server"
+phase bare "$BARE_PORT" "$LINKS" "$FIRST_WARMUP" "$TMP/warm-bare.txt"
+phase one "$ONE_PORT" 1 "$FIRST_WARMUP" "$TMP/warm-one.txt"
+phase scale "$SCALE_PORT" "$LINKS" "$FIRST_WARMUP" "$TMP/warm-scale.txt"
+RSS_SCALE=$(rss_mb "$SCALE_PID")
+RSS_ONE=$(rss_mb "$ONE_PID")
+
+RUNS=()
+for ((round = 1; round <= ROUNDS; round++)); do
+  line="{"
+  for name in bare one scale; do
+    case $name in bare) port=$BARE_PORT n=$LINKS ;; one) port=$ONE_PORT n=1 ;; *) port=$SCALE_PORT n=$LINKS ;; esac
+    quiet_wait "$ALL_PID" "the service"
+    [ "$WARMUP" -gt 0 ] && phase "$name" "$port" "$n" "$WARMUP" "$TMP/warm.txt"
+    phase "$name" "$port" "$n" "$DURATION"
+    r=$(grep '^WRK_RESULT ' "$TMP/wrk-$name.txt" | tail -n 1 | cut -d' ' -f2-)
+    [ -n "$r" ] || die "wrk $name printed no result: $(cat "$TMP/wrk-$name.txt")"
+    printf '%s' "$r" | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{const r=JSON.parse(s);console.log(`round '"$round"' ${process.argv[1].padEnd(5)} ${r.rps.toFixed(1).padStart(9)} req/s  p99 ${r.p99_ms.toFixed(2)} ms  (errors: status ${r.non3xx}, socket ${r.socket_errors})`);if(r.requests===0||r.non3xx+r.socket_errors>0)process.exit(1)})' "$name" ||
+      die "phase $name had errors"
+    line="$line\"$name\":$r,"
+  done
+  RUNS+=("${line%,}}")
+done
+
+node -e '
+  const [links, readyMs, loadMs, loadCpuMs, loadRss, rssScale, rssOne, ...runs] = process.argv.slice(1)
+  const rounds = runs.map((s) => JSON.parse(s))
+  const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
+  const ratio = (a, b) => median(rounds.map((r) => r[a].rps / r[b].rps))
+  const rps = (a) => median(rounds.map((r) => r[a].rps))
+  const f = (x, d) => Number(x.toFixed(d))
+  const out = {
+    links: Number(links), ready_s: f(readyMs / 1000, 3), load_ms: Number(loadMs), load_cpu_ms: Number(loadCpuMs),
+    load_rss_mb: Number(loadRss),
+    rss_mb: Number(rssScale), one_rss_mb: Number(rssOne), table_rss_mb: Number(rssScale) - Number(rssOne),
+    bare_rps: f(rps("bare"), 1), one_rps: f(rps("one"), 1), scale_rps: f(rps("scale"), 1),
+    scale_ratio: f(ratio("scale", "bare"), 4), one_ratio: f(ratio("one", "bare"), 4), scale_vs_one: f(ratio("scale", "one"), 4)
+  }
+  const list = (a, b) => rounds.map((r) => (r[a].rps / r[b].rps).toFixed(3)).join(", ")
+  console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}`)
+  console.log(`ready ${out.ready_s} s after spawn (load ${out.load_ms} ms; target 10 s), RSS ${out.rss_mb} MB (table ${out.table_rss_mb} MB; target <= 500), scale/one ${out.scale_vs_one} (target >= 0.95)`)
+  console.log(JSON.stringify(out))
+' "$LINKS" "$READY_MS" "$LOAD_MS" "$LOAD_CPU_MS" "$LOAD_RSS" "$RSS_SCALE" "$RSS_ONE" "${RUNS[@]}"

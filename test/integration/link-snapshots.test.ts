@@ -1,0 +1,75 @@
+import { Effect, Layer, Option } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type LinkState, SlugTable, stateOfLink } from "../../apps/redirector/SlugTable.js"
+import { AccountId } from "../../domain/Account.js"
+import { LinkId } from "../../domain/Link.js"
+import { LinkRepo, type LinkSnapshot } from "../../domain/ports/LinkRepo.js"
+import { LinkRepoLive } from "../../infra/postgres/Links.js"
+import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { testDatabaseLayer } from "../support/eventlog.js"
+
+let api: TestApi
+let account: TestAccount
+beforeAll(async () => {
+  api = await startTestApi()
+  account = await api.newAccount()
+}, 120_000)
+afterAll(async () => {
+  await api?.close()
+})
+
+const create = async (url: string) => {
+  const r = await call<{ data: { id: string } }>(`${api.api}/links`, {
+    method: "POST",
+    key: account.key,
+    body: { url }
+  })
+  expect(r.status, r.text).toBe(201)
+  return r.json.data.id
+}
+const patch = async (path: string, body: unknown, method = "PATCH") => {
+  const r = await call(`${api.api}/links/${path}`, { method, key: account.key, body })
+  expect(r.status, r.text).toBe(200)
+}
+
+describe("the redirector's load of every link through one cursor", () => {
+  it("gives each link's redirect state exactly as the model read of the same row, in batches of the size asked", async () => {
+    const plain = await create("https://example.com/plain")
+    const withUtm = await create("https://example.com/p?x=1")
+    const expiresAt = new Date(Date.now() + 30 * 86_400_000 + 678).toISOString()
+    await patch(`${withUtm}/options`, { utm: { utm_source: "news" }, expires_at: expiresAt })
+    const disabled = await create("https://example.com/gone")
+    await patch(disabled, undefined, "DELETE")
+    const ids = [plain, withUtm, disabled]
+    const program = Effect.gen(function* () {
+      const repo = yield* LinkRepo
+      const seen: Array<LinkSnapshot> = []
+      const sizes: Array<number> = []
+      const count = yield* repo.forEachSnapshot(2, (batch) =>
+        Effect.sync(() => {
+          sizes.push(batch.length)
+          seen.push(...batch)
+        })
+      )
+      const models: Array<LinkState> = []
+      for (const id of ids) {
+        const link = yield* repo.find(AccountId.make(account.accountId), LinkId.make(id))
+        models.push(stateOfLink(Option.getOrThrow(link)))
+      }
+      return { count, sizes, seen, models }
+    })
+    const { count, sizes, seen, models } = await Effect.runPromise(
+      Effect.provide(program, LinkRepoLive.pipe(Layer.provide(testDatabaseLayer(api.databaseUrl))))
+    )
+    expect(count).toBe(3)
+    expect(sizes).toEqual([2, 1])
+    const byId = new Map(seen.map((s) => [s.id, s]))
+    for (const model of models) expect({ ...byId.get(model.id) }).toStrictEqual({ ...model })
+    expect(byId.get(withUtm)).toMatchObject({ utm: { utm_source: "news" }, expiresAt: Date.parse(expiresAt) })
+    expect(byId.get(disabled)!.active).toBe(false)
+    // And the table built from them redirects the active ones only.
+    const table = new SlugTable()
+    for (const s of seen) table.apply(s)
+    expect(table.size).toBe(2)
+  }, 120_000)
+})
