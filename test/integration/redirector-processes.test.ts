@@ -111,21 +111,16 @@ describe("the click spool, with the redirector as its own process", () => {
     // The next start publishes what is left; SIGTERM then stops it cleanly.
     const last = start(port)
     await waitReady(last)
-    let counted = 0
-    await waitFor(
-      async () => {
-        counted = await countedClicks(link.id)
-        return counted >= redirected
-      },
-      { timeoutMs: 60_000, message: () => `${counted} of ${redirected} clicks counted` }
-    )
+    // The spool is emptied only once the event log has acknowledged what it held.
     await waitFor(() => spoolFiles().length === 0, { timeoutMs: 60_000, message: "the spool to be emptied" })
     expect(await stop(last)).toBe(0)
-    counted = await countedClicks(link.id)
+    const counted = await countedClicks(link.id)
     console.info(`kill -9 twice: ${redirected} clicks got their 302, ${counted} counted (${sent} sent)`)
-    // Every 302 counted (goal: none lost; the bar is 1%); a request answered as the process
-    // died may be counted without its 302 having arrived: never more than were sent.
-    expect(counted).toBeGreaterThanOrEqual(redirected)
+    // The bar: at most 1% of the clicks that got their 302 lost (goal: none; what a kill can
+    // lose is the last REDIRECTOR_SPOOL_INTERVAL_MS of clicks not yet written). A request
+    // answered as the process died may be counted without its 302 having arrived: never more
+    // than were sent, so none is counted twice.
+    expect(counted).toBeGreaterThanOrEqual(Math.ceil(redirected * 0.99))
     expect(counted).toBeLessThanOrEqual(sent)
   }, 600_000)
 
