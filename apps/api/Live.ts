@@ -9,6 +9,7 @@ import { LinkRepoLive } from "../../infra/postgres/Links.js"
 import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { UsageRepoLive } from "../../infra/postgres/Usage.js"
 import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
+import { listenFailed } from "../../infra/StartupError.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { ImagesHttp } from "./Images/Http.js"
@@ -82,6 +83,13 @@ export const ApiHttpLive = Layer.unwrapScoped(
 /** The API on its own port (API_PORT); the composition root provides the analytics store. */
 export const ApiServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
-    ApiHttpLive.pipe(HttpServer.withLogAddress, Layer.provide(nodeServerLayer({ port: config.apiPort })))
+    ApiHttpLive.pipe(
+      HttpServer.withLogAddress,
+      Layer.provide(
+        nodeServerLayer({ port: config.apiPort }).pipe(
+          Layer.catchAll((e) => Layer.fail(listenFailed("API_PORT", config.apiPort)(e)))
+        )
+      )
+    )
   )
 )

@@ -1,6 +1,7 @@
 import { Cause, Config, Context, Effect, Layer, Runtime } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
+import { naming } from "../../infra/StartupError.js"
 import { type ClickBuffer, makeClickCapture } from "./Clicks.js"
 import { SlugTable, startSlugTable } from "./SlugTable.js"
 import { makeVisitorSecrets } from "./VisitorSecrets.js"
@@ -110,7 +111,7 @@ const make = Effect.gen(function* () {
     port: config.shortPort,
     handler: makeRedirectHandler(table, clicks, config.countryHeader),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("redirect handler failed", Cause.die(error)))
-  })
+  }).pipe(naming("SHORT_PORT", config.shortPort))
   if (server.fallbackReason !== undefined) {
     yield* Effect.logWarning(`redirector falls back to node:http: ${server.fallbackReason}`)
   }
