@@ -13,10 +13,25 @@ const pathOf = (url: string) => {
   }
 }
 
-/** `detail` for a schema failure: each field (or `body`) and the rule it broke. */
-const describeIssues = (error: HttpApiDecodeError) =>
-  error.issues.map((i) => `${i.path.length === 0 ? "body" : i.path.map(String).join(".")}: ${i.message}`).join("; ") ||
-  error.message
+/**
+ * `detail` for a schema failure: each field (or `body`) and the rule it broke. A union (a
+ * nullable field, say) reports one issue per member; where a field has a rule of ours
+ * ("must be in the future"), the schema's own texts for the other members ("Expected null,
+ * actual …") are left out: they describe the schema, not what the client should fix.
+ */
+const describeIssues = (error: HttpApiDecodeError) => {
+  const byField = new Map<string, Array<string>>()
+  for (const issue of error.issues) {
+    const field = issue.path.length === 0 ? "body" : issue.path.map(String).join(".")
+    byField.set(field, [...(byField.get(field) ?? []), issue.message])
+  }
+  const lines: Array<string> = []
+  for (const [field, messages] of byField) {
+    const ours = messages.filter((m) => !/^Expected /.test(m))
+    for (const message of ours.length > 0 ? ours : messages) lines.push(`${field}: ${message}`)
+  }
+  return lines.join("; ") || "The request does not match the schema."
+}
 
 /**
  * Failures that leave HttpApi in a shape of its own, answered in the contract's: a request
