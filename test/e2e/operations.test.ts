@@ -43,7 +43,8 @@ describe("start", { timeout: 120_000 }, () => {
     expect([api, short, media]).toEqual([200, 200, 200])
     const ready = service.messages().filter((m) => m.startsWith("ready: "))
     expect(ready).toHaveLength(1)
-    for (const url of [env.PUBLIC_API_BASE, env.PUBLIC_SHORT_BASE, env.PUBLIC_IMAGE_HOST]) expect(ready[0]).toContain(url)
+    for (const url of [env.PUBLIC_API_BASE, env.PUBLIC_SHORT_BASE, env.PUBLIC_IMAGE_HOST])
+      expect(ready[0]).toContain(url)
     expect(service.stderr).not.toContain("DeprecationWarning")
   })
 

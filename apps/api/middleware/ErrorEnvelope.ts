@@ -53,7 +53,8 @@ const errorEnvelope =
           if (error instanceof HttpServerError.RouteNotFound) {
             const request = yield* HttpServerRequest.HttpServerRequest
             const allow = allowedMethods(pathOf(request.url))
-            if (allow.length > 0) {
+            // A method the path takes that still found no route (a malformed segment): 404.
+            if (allow.length > 0 && !allow.includes(request.method)) {
               const response = E.respond(
                 E.MethodNotAllowed,
                 requestId,
