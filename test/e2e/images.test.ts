@@ -45,7 +45,7 @@ const media = () => `http://127.0.0.1:${ports.media}`
 
 /** The operator CLI (asynchronously: the test process is not blocked while it runs). */
 const cli = async (...args: Array<string>) => {
-  const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
+  const { stdout } = await execFileAsync(process.execPath, ["scripts/cli.mjs", ...args, "--json"], {
     cwd: root,
     env: env()
   })

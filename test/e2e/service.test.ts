@@ -65,7 +65,7 @@ const exited = (p: ChildProcess) =>
 
 /** The operator CLI (asynchronously: the test process is not blocked while it runs). */
 const cli = async (...args: Array<string>) => {
-  const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
+  const { stdout } = await execFileAsync(process.execPath, ["scripts/cli.mjs", ...args, "--json"], {
     cwd: root,
     env: env()
   })

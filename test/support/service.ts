@@ -83,7 +83,7 @@ export class Service {
 
 /** The operator CLI, asynchronously, its --json output parsed. */
 export const cli = async (env: NodeJS.ProcessEnv, ...args: Array<string>) => {
-  const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
+  const { stdout } = await execFileAsync(process.execPath, ["scripts/cli.mjs", ...args, "--json"], {
     cwd: root,
     env
   })
