@@ -2,7 +2,9 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { jpeg } from "../fixtures/images/make.js"
 import { cli, freePorts, type Ports, postgresPid, rawClient, Service, serviceEnv } from "../support/service.js"
 import { waitFor } from "../support/waitFor.js"
 
@@ -162,7 +164,55 @@ describe("hostile clients on the media port: a slow body", { timeout: 60_000 }, 
   })
 })
 
-describe("stop and crash", { timeout: 180_000 }, () => {
+/** A client of the embedded PostgreSQL of the running service. */
+const database = () => {
+  const port = Number(fs.readFileSync(path.join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[3])
+  const password = fs.readFileSync(path.join(dataDir, "postgres.secret"), "utf8").trim()
+  return new pg.Client({ host: "127.0.0.1", port, user: "postgres", password, database: "postgres" })
+}
+
+describe("stop and crash", { timeout: 240_000 }, () => {
+  it("kill -9 with an image in conversion: after the restart the job is taken over within seconds and the image ends ready", async () => {
+    const upload = await fetch(`http://127.0.0.1:${ports.api}/v1/images`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "idempotency-key": "crash-upload-1", "content-type": "image/jpeg" },
+      body: await jpeg(3000, 3000)
+    })
+    expect(upload.status).toBe(202)
+    const id: string = ((await upload.json()) as { data: { id: string } }).data.id
+    const db = database()
+    await db.connect()
+    try {
+      await waitFor(
+        async () =>
+          (await db.query("SELECT lease_owner FROM image_jobs WHERE image_id = $1", [id])).rows[0]?.lease_owner,
+        { timeoutMs: 60_000, message: "the conversion to be claimed" }
+      )
+    } finally {
+      await db.end()
+    }
+    service.proc.kill("SIGKILL")
+    await service.exit()
+    const restarted = Date.now()
+    service = new Service(env)
+    const readyMs = await service.ready()
+    const image = async () => {
+      const r = await fetch(`http://127.0.0.1:${ports.api}/v1/images/${id}`, {
+        headers: { authorization: `Bearer ${key}` }
+      })
+      return ((await r.json()) as { data: { status: string } }).data
+    }
+    const ready = await waitFor(async () => (await image()).status === "ready", {
+      timeoutMs: 120_000,
+      message: "the image to be converted after the crash"
+    })
+    expect(ready).toBe(true)
+    const recoveredMs = Date.now() - restarted
+    console.info(`after kill -9: ready ${readyMs} ms after the restart, the image converted ${recoveredMs} ms after it`)
+    // The lease (10 s) and a sweep (2 s) bound the wait for the takeover; the rest is start and conversion.
+    expect(recoveredMs - readyMs).toBeLessThan(60_000)
+  })
+
   it("after kill -9 the embedded PostgreSQL stops by itself; the next start and clean stop leave nothing running", async () => {
     const pg = postgresPid(dataDir)
     expect(pg).toBeDefined()
