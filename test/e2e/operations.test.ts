@@ -27,7 +27,7 @@ beforeAll(async () => {
   env = serviceEnv(dataDir, ports, DEADLINES)
   service = new Service(env)
   await service.ready()
-}, 150_000)
+}, 240_000)
 
 afterAll(async () => {
   await service?.stop()
@@ -36,7 +36,7 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true })
 }, 60_000)
 
-describe("start", { timeout: 120_000 }, () => {
+describe("start", { timeout: 240_000 }, () => {
   it("'ready' is logged once, after every listener is bound, naming each public URL; every log line is JSON", async () => {
     // Started before the ready line was seen: each port must answer at once.
     const [api, short, media] = await Promise.all(
@@ -171,7 +171,7 @@ const database = () => {
   return new pg.Client({ host: "127.0.0.1", port, user: "postgres", password, database: "postgres" })
 }
 
-describe("stop and crash", { timeout: 240_000 }, () => {
+describe("stop and crash", { timeout: 420_000 }, () => {
   it("kill -9 with an image in conversion: after the restart the job is taken over within seconds and the image ends ready", async () => {
     const upload = await fetch(`http://127.0.0.1:${ports.api}/v1/images`, {
       method: "POST",

@@ -56,7 +56,7 @@ describe("README quick start", () => {
     let stderr = ""
     shell.stdout.on("data", (c) => (stdout += c))
     shell.stderr.on("data", (c) => (stderr += c))
-    const deadline = setTimeout(() => process.kill(-shell.pid!, "SIGTERM"), 280_000)
+    const deadline = setTimeout(() => process.kill(-shell.pid!, "SIGTERM"), 400_000)
     const code = await new Promise<number | null>((resolve) => shell.once("exit", resolve))
     clearTimeout(deadline)
     const context = `${stdout}\n${stderr}\n${fs.existsSync(log) ? fs.readFileSync(log, "utf8").slice(-3000) : ""}`
@@ -72,5 +72,5 @@ describe("README quick start", () => {
     const json = lines.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l))
     expect(json.at(-1).message).toMatch(/^stopped: /)
     expect(postgresPid(dataDir)).toBeUndefined()
-  }, 300_000)
+  }, 420_000)
 })

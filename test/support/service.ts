@@ -61,7 +61,7 @@ export class Service {
     return this.logLines().map((l) => (Array.isArray(l.message) ? l.message.join(" ") : String(l.message)))
   }
   /** Until the "ready" line is logged (or the process ends: then it throws). */
-  async ready(timeoutMs = 120_000): Promise<number> {
+  async ready(timeoutMs = 200_000): Promise<number> {
     const seen = await waitFor(
       () => (this.exited ? "exited" : this.stdout.split("\n").some((l) => l.includes('"ready: ')) && "ready"),
       { timeoutMs, intervalMs: 20, message: () => `the ready line\n${this.stdout.slice(-3000)}\n${this.stderr}` }
