@@ -1,8 +1,9 @@
-import { createServer } from "node:http"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { answerClientError, httpDeadlinesConfig, serverOptions } from "./http/ClientErrors.js"
+import { newRequestId } from "./Ids.js"
 
 /**
  * A node:http server for an Effect app, with a shutdown that drains: on release it stops
@@ -21,6 +22,19 @@ export const nodeServerLayer = (options: {
     Effect.map(httpDeadlinesConfig, (deadlines) => {
       const server = createServer({ keepAliveTimeout: 65_000, ...serverOptions(deadlines) })
       server.on("clientError", answerClientError("json", options.allowedMethods))
+      // The port listens before the app is built (the layers around it take seconds): until
+      // the app's handler is attached, a request gets 503 at once instead of hanging.
+      const starting = (_req: IncomingMessage, res: ServerResponse) => {
+        const body = JSON.stringify({
+          error: { code: "dependency_unavailable", message: "The service is starting.", request_id: newRequestId() }
+        })
+        res.writeHead(503, { "Content-Type": "application/json", "Retry-After": "1", Connection: "close" })
+        res.end(body)
+      }
+      server.on("request", starting)
+      server.on("newListener", (event) => {
+        if (event === "request") server.off("request", starting)
+      })
       const drain = Layer.scopedDiscard(
         Effect.gen(function* () {
           yield* HttpServer.HttpServer
