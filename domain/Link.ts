@@ -96,14 +96,26 @@ export const isLinkId: (id: string) => id is LinkId = Schema.is(LinkId)
 export const isUriCharacters = (value: string): boolean =>
   /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$/.test(value)
 
+/**
+ * Whether an http(s) URL carries credentials (`user:pass@`, even an empty `@`) in its
+ * authority. A link must not: it would hand them to every visitor, and `trusted.example@evil.example`
+ * disguises where the link leads.
+ */
+export const hasUserinfo = (value: string): boolean => /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(value)
+
 const DESTINATION_URL_DESCRIPTION =
-  'An absolute http or https URI (RFC 3986), at most 2048 characters. Other characters (for example space, `"`, `<`, `>`, `\\`, `^`, `{`, `|`, `}` and non-ASCII letters) must be percent-encoded, a `%` must start a two-hex-digit escape, and an international host name is written in its `xn--` (punycode) form.'
+  'An absolute http or https URI (RFC 3986), at most 2048 characters, without credentials (`user:password@`). Other characters (for example space, `"`, `<`, `>`, `\\`, `^`, `{`, `|`, `}` and non-ASCII letters) must be percent-encoded, a `%` must start a two-hex-digit escape, and an international host name is written in its `xn--` (punycode) form.'
 
 export const DestinationUrl = Schema.String.pipe(
   Schema.maxLength(MAX_URL_LENGTH, {
     message: () => `must be at most ${MAX_URL_LENGTH} characters`
   }),
   Schema.filter((s) => isHttpUrl(s) || "must be an absolute http or https URI"),
+  Schema.filter(
+    (s) =>
+      !hasUserinfo(s) ||
+      "must not contain credentials (user:password@ before the host): every visitor would receive them, and they disguise where the link leads"
+  ),
   // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
   Schema.filter((s) => !/[\u0000-\u001f\u007f\s]/.test(s) || "must not contain whitespace or control characters"),
   Schema.filter(

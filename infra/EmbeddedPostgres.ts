@@ -100,13 +100,67 @@ const freePort = () =>
   })
 
 /** A server already running on this data directory (postmaster.pid: line 1 pid, line 4 port). */
-const runningServer = (pgdata: string): number | undefined => {
+const runningServer = (pgdata: string): { readonly pid: number; readonly port: number } | undefined => {
   const pidFile = path.join(pgdata, "postmaster.pid")
   if (!fs.existsSync(pidFile)) return undefined
   const lines = fs.readFileSync(pidFile, "utf8").split("\n")
   const pid = Number(lines[0])
   const port = Number(lines[3])
-  return Number.isInteger(pid) && pid > 0 && isAlive(pid) && Number.isInteger(port) ? port : undefined
+  return Number.isInteger(pid) && pid > 0 && isAlive(pid) && Number.isInteger(port) ? { pid, port } : undefined
+}
+
+/**
+ * The process that started the server (DATA_DIR/postgres.owner holds its pid): while it
+ * lives, others (the CLI, a second app) use its server; once it is gone, a server still
+ * running was left behind.
+ */
+const ownerFile = (root: string) => path.join(root, "postgres.owner")
+
+const ownerAlive = (root: string): boolean => {
+  try {
+    const pid = Number(fs.readFileSync(ownerFile(root), "utf8").trim())
+    return Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)
+  } catch {
+    return false
+  }
+}
+
+/** Stops a server by pid (not our child): fast shutdown, then immediate, then kill. */
+const stopLeftover = async (pid: number) => {
+  for (const [signal, ms] of [
+    ["SIGINT", 30_000],
+    ["SIGQUIT", 5_000],
+    ["SIGKILL", 5_000]
+  ] as const) {
+    try {
+      process.kill(pid, signal)
+    } catch {
+      return
+    }
+    const until = Date.now() + ms
+    while (isAlive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+    if (!isAlive(pid)) return
+  }
+}
+
+/**
+ * A watchdog that outlives a crash of this process: a shell reading a pipe from it. The
+ * pipe reaches end-of-file when this process ends in any way (kill -9 included); the shell
+ * then asks the server for a fast shutdown. A clean stop kills the watchdog first.
+ */
+const startWatchdog = (serverPid: number): ChildProcess => {
+  const watchdog = spawn(
+    "sh",
+    ["-c", 'read _ignored; kill -INT "$1" 2>/dev/null', "postgres-watchdog", String(serverPid)],
+    {
+      detached: true,
+      stdio: ["pipe", "ignore", "ignore"]
+    }
+  )
+  watchdog.on("error", () => {})
+  watchdog.unref()
+  ;(watchdog.stdin as unknown as { unref?: () => void }).unref?.()
+  return watchdog
 }
 
 const run = (cmd: string, args: ReadonlyArray<string>, ids: { uid: number; gid: number } | undefined) =>
@@ -145,8 +199,10 @@ const stop = async (child: ChildProcess) => {
 
 /**
  * The embedded default: a real PostgreSQL server whose data lives under `dataDir/postgres`.
- * If a server is already running on that directory (the API server, when the CLI runs),
- * it is reused and left running.
+ * If a server is already running on that directory and the process that started it lives
+ * (the service, when the CLI runs), it is reused and left running; one whose starter is gone
+ * was left behind and is stopped first. A watchdog stops the server should this process die
+ * without releasing it (kill -9).
  */
 export const acquireEmbeddedPostgres = (
   dataDir: string
@@ -207,14 +263,29 @@ export const acquireEmbeddedPostgres = (
     })
 
     const existing = runningServer(pgdata)
-    if (existing !== undefined) return connection(existing, false)
+    if (existing !== undefined) {
+      if (ownerAlive(root)) return connection(existing.port, false)
+      // Its owner is gone (a crash before the watchdog could act, or an older version).
+      yield* Effect.logWarning(
+        `embedded PostgreSQL (pid ${existing.pid}) was left behind by a stopped process: stopping it`
+      )
+      yield* Effect.promise(() => stopLeftover(existing.pid))
+    }
 
     const port = yield* attempt("cannot find a free port", freePort)
-    const child = yield* Effect.acquireRelease(
-      attempt(`embedded PostgreSQL did not start on ${pgdata}`, () => startServer(bin.postgres, pgdata, port, ids)),
-      (child) => Effect.promise(() => stop(child))
+    yield* Effect.acquireRelease(
+      attempt(`embedded PostgreSQL did not start on ${pgdata}`, async () => {
+        const child = await startServer(bin.postgres, pgdata, port, ids)
+        fs.writeFileSync(ownerFile(root), `${process.pid}\n`)
+        return { child, watchdog: startWatchdog(child.pid!) }
+      }),
+      ({ child, watchdog }) =>
+        Effect.promise(async () => {
+          watchdog.kill("SIGKILL")
+          await stop(child)
+          fs.rmSync(ownerFile(root), { force: true })
+        }).pipe(Effect.zipRight(Effect.logInfo("embedded PostgreSQL stopped")))
     )
-    void child
     return connection(port, true)
   })
 

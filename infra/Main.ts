@@ -1,5 +1,6 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Config, ConfigError, Effect, Layer, Logger, LogLevel, Option } from "effect"
+import { Cause, Config, ConfigError, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
+import { StartupError } from "./StartupError.js"
 
 /** LOG_LEVEL (default Info) and one JSON object per log line. */
 const LEVELS: Record<string, LogLevel.LogLevel> = {
@@ -32,17 +33,30 @@ export const LoggingLive = Layer.unwrapEffect(
 /**
  * Runs an app until SIGINT/SIGTERM, then releases its layers in reverse order: the HTTP
  * server stops accepting and drains in-flight requests, then pools close, then the
- * embedded database stops. A bad setting stops start-up with one line naming it.
+ * embedded database stops, and the last log line says so. A bad setting or a port that
+ * cannot be bound stops start-up with one line on stderr naming the variable.
  */
 export const runMain = <E>(app: Layer.Layer<never, E>) =>
   NodeRuntime.runMain(
     Layer.launch(app).pipe(
+      Effect.onExit((exit) =>
+        Exit.isInterrupted(exit)
+          ? Effect.logInfo("stopped: every listener closed, the workers stopped, the engines closed")
+          : Effect.void
+      ),
       Effect.provide(LoggingLive),
       Effect.catchAllCause((cause) => {
         const failure = Cause.failureOption(cause)
         if (Option.isSome(failure) && ConfigError.isConfigError(failure.value)) {
           return Effect.sync(() => {
             process.stderr.write(`configuration error: ${String(failure.value)}\n`)
+            process.exitCode = 1
+          })
+        }
+        if (Option.isSome(failure) && failure.value instanceof StartupError) {
+          const message = failure.value.message
+          return Effect.sync(() => {
+            process.stderr.write(`start-up failed: ${message}\n`)
             process.exitCode = 1
           })
         }

@@ -18,9 +18,10 @@ import { WorkersAppLive } from "../workers/Live.js"
 const Banner = Layer.scopedDiscard(
   Effect.gen(function* () {
     const c = yield* AppConfig
+    // Built after every app (below): each listener is bound by now.
     yield* Effect.logInfo(
       `ready: API ${c.apiBase} (OpenAPI ${c.apiBase}/openapi.json), short links ${c.shortBase}, images ${c.imageHost}, snapshots ${c.snapshotHost}`
-    )
+    ).pipe(Effect.annotateLogs({ api: c.apiBase, short: c.shortBase, images: c.imageHost, snapshots: c.snapshotHost }))
     yield* Effect.addFinalizer(() =>
       Effect.logInfo("stopping: finishing in-flight requests, flushing clicks, then the engines")
     )
@@ -35,7 +36,8 @@ const Banner = Layer.scopedDiscard(
  * CLICKHOUSE_URL / S3_BUCKET set, the same process uses those.
  */
 runMain(
-  Layer.mergeAll(ApiServerLive, RedirectorAppLive, MediaAppLive, SnapshotsAppLive, WorkersAppLive, Banner).pipe(
+  Banner.pipe(
+    Layer.provide(Layer.mergeAll(ApiServerLive, RedirectorAppLive, MediaAppLive, SnapshotsAppLive, WorkersAppLive)),
     Layer.provide(AnalyticsLive),
     Layer.provide(CodecLive),
     Layer.provide(SafeFetcherLive),

@@ -90,6 +90,19 @@ export const QuotaExceeded = define(
 )
 // 404
 export const NotFound = define(404, "not_found", "No such resource for this account, or no such route.")
+// 405, 408
+export const MethodNotAllowed = define(
+  405,
+  "method_not_allowed",
+  "The path exists but does not take this method (PUT, TRACE, or a method HTTP does not know); the Allow header lists the methods it takes.",
+  notStored
+)
+export const RequestTimeout = define(
+  408,
+  "request_timeout",
+  "The request line and headers did not arrive within 10 seconds, or the whole request (body included) within 60 seconds (HTTP_HEADER_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS); the connection is closed.",
+  notStored
+)
 // 409
 export const IdempotencyKeyReused = define(
   409,
@@ -136,6 +149,13 @@ export const UnsupportedMediaType = define(
   415,
   "unsupported_media_type",
   "The Content-Type is not one this endpoint accepts, or (image uploads) the bytes are not a JPEG, PNG, WebP or GIF image whatever type was declared.",
+  notStored
+)
+// 431
+export const HeadersTooLarge = define(
+  431,
+  "headers_too_large",
+  "The request line and headers together are larger than 16384 bytes (a very long URL, or too many or too large headers); the connection is closed.",
   notStored
 )
 // 422

@@ -11,6 +11,7 @@ import { OutboxLive } from "../../infra/postgres/Outbox.js"
 import { SnapshotReposLive } from "../../infra/postgres/Snapshots.js"
 import { UsageRepoLive } from "../../infra/postgres/Usage.js"
 import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
+import { listenFailed } from "../../infra/StartupError.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
 import { Domains } from "./Domains/Domains.js"
@@ -20,21 +21,25 @@ import { Images } from "./Images/Images.js"
 import { LinksHttp } from "./Links/Http.js"
 import { Links } from "./Links/Links.js"
 import { AuthenticationLive } from "./middleware/Authentication.js"
-import { ErrorEnvelopeLive } from "./middleware/ErrorEnvelope.js"
+import { errorEnvelopeLive } from "./middleware/ErrorEnvelope.js"
 import { IdempotencyKeyLive, IdempotentOperations } from "./middleware/Idempotency.js"
 import { JsonBodyLive } from "./middleware/JsonBody.js"
+import { makeAllowedMethods } from "./middleware/Methods.js"
 import { RateLimitLive } from "./middleware/RateLimit.js"
 import { guardRequests } from "./middleware/RequestGuards.js"
 import { withRequestId } from "./middleware/RequestId.js"
 import { makeSystemRoutes } from "./middleware/System.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
-import { openApiDocument } from "./OpenApiDoc.js"
+import { endpoints, openApiDocument } from "./OpenApiDoc.js"
 import { SnapshotsHttp } from "./Snapshots/Http.js"
 import { Snapshots } from "./Snapshots/Snapshots.js"
 import { UsageHttp } from "./Usage/Http.js"
 import { Usage } from "./Usage/Usage.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
 import { UtmPresets } from "./UtmPresets/UtmPresets.js"
+
+/** The methods each path of the API takes: 405 with Allow for another. */
+const allowedMethods = makeAllowedMethods(endpoints)
 
 /** The endpoints' middlewares, in the order a request meets them (see docs/architecture.md). */
 const Middlewares = Layer.mergeAll(
@@ -77,7 +82,7 @@ export const ApiHttpLive = Layer.unwrapScoped(
     return HttpServer.serve(withRequestId(guardRequests(system(closeUnreadUploads(Api)(app)))))
   })
 ).pipe(
-  Layer.provide(ErrorEnvelopeLive),
+  Layer.provide(errorEnvelopeLive(allowedMethods)),
   // A path is what it says: case-sensitive, no trailing or doubled slash taken as another.
   Layer.provide(
     HttpRouter.setRouterConfig({ caseSensitive: true, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false })
@@ -90,6 +95,13 @@ export const ApiHttpLive = Layer.unwrapScoped(
 /** The API on its own port (API_PORT); the composition root provides the analytics store. */
 export const ApiServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
-    ApiHttpLive.pipe(HttpServer.withLogAddress, Layer.provide(nodeServerLayer({ port: config.apiPort })))
+    ApiHttpLive.pipe(
+      HttpServer.withLogAddress,
+      Layer.provide(
+        nodeServerLayer({ port: config.apiPort, allowedMethods }).pipe(
+          Layer.catchAll((e) => Layer.fail(e._tag === "ServeError" ? listenFailed("API_PORT", config.apiPort)(e) : e))
+        )
+      )
+    )
   )
 )

@@ -40,7 +40,9 @@ export const Limit = intFromString(1, 100).annotations({
 })
 
 /** The `cursor` query parameter of every collection; checked by `keysetPage`. */
-export const Cursor = Schema.String.annotations({ description: "Opaque; from meta.next_cursor of the previous page." })
+export const Cursor = Schema.String.annotations({
+  description: "Opaque; from meta.next_cursor of the previous page. Empty or absent: the first page."
+})
 
 /** A JSON value, as the OpenAPI document is built from (in place, so mutable). */
 export type Json = null | boolean | number | string | Array<Json> | JsonObject
@@ -88,7 +90,8 @@ export const keysetPage = <Row extends { readonly seq: bigint }, A, R>(
 ) =>
   Effect.gen(function* () {
     let afterSeq: bigint | undefined
-    if (params.cursor !== undefined) {
+    // An empty `cursor=` (a client that always sends the parameter) is the first page.
+    if (params.cursor !== undefined && params.cursor !== "") {
       afterSeq = decodeCursor(params.cursor)
       if (afterSeq === undefined) {
         return yield* E.fail(

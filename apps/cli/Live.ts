@@ -1,8 +1,6 @@
 import { Layer } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { AnalyticsLive } from "../../infra/analytics/AnalyticsLive.js"
 import { DatabaseLive } from "../../infra/Database.js"
-import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
 import { Plans } from "../../infra/Plans.js"
 import { AccountRepoLive } from "../../infra/postgres/Accounts.js"
 import { DomainRepoLive } from "../../infra/postgres/Domains.js"
@@ -27,6 +25,3 @@ export const CliLive = Layer.mergeAll(AccountRepoLive, DomainRepoLive, RatingRev
   Layer.provide(AppConfig.layer),
   Layer.provideMerge(Plans.layer)
 )
-
-/** What `replay` needs besides the database: the analytics store and the event log. Only replay opens them, so the other commands work while the service runs. */
-export const ReplayLive = Layer.merge(AnalyticsLive, EventLogLive).pipe(Layer.provide(AppConfig.layer))

@@ -13,9 +13,9 @@ import { isScope, type Scope, Scopes } from "../../domain/Scope.js"
 import { Plans } from "../../infra/Plans.js"
 import { RatingReviews } from "../api/Images/RatingReviews.js"
 import { withdrawSnapshot } from "../api/Snapshots/Snapshots.js"
-import { Projections, replay } from "../workers/Replay.js"
+import { Projections } from "../workers/Projections.js"
 import { isAccountId, listDomains } from "./Domains.js"
-import { CliLive, ReplayLive } from "./Live.js"
+import { CliLive } from "./Live.js"
 import { decisionOutput, reportsOutput, reviewsOutput } from "./Reviews.js"
 
 const USAGE = `usage: npm run cli -- <command> [options] [--json]
@@ -164,7 +164,10 @@ const command = (): Effect.Effect<unknown, unknown, Env> => {
     case "replay": {
       const options = { topic: str("topic"), into: str("into"), startAt: parseStartAt() }
       // Only replay opens the analytics store and the event log: the other commands work while the service runs.
-      return replay(options).pipe(Effect.provide(ReplayLive))
+      // Loaded for replay only: the event log and analytics clients cost every other command its start time.
+      return Effect.promise(() => Promise.all([import("../workers/Replay.js"), import("./ReplayLive.js")])).pipe(
+        Effect.flatMap(([{ replay }, { ReplayLive }]) => replay(options).pipe(Effect.provide(ReplayLive)))
+      )
     }
     default:
       throw new UsageError(area === undefined ? "a command is required" : `unknown command: ${positionals.join(" ")}`)

@@ -6,6 +6,7 @@ import { DatabaseHealth } from "../../domain/ports/Database.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
+import { naming } from "../../infra/StartupError.js"
 import { cors, html, makeLater, methodNotAllowed, TEXT, unavailable } from "./MediaAnswers.js"
 import { type MediaDeps, mediaCacheBytesConfig, mediaReportsPerMinuteConfig } from "./MediaConfig.js"
 import { makeDelivery } from "./MediaDelivery.js"
@@ -119,7 +120,7 @@ const make = Effect.gen(function* () {
       onError: (error) => Runtime.runFork(runtime)(Effect.logError("media request failed", Cause.die(error)))
     }),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("media handler failed", Cause.die(error)))
-  })
+  }).pipe(naming("MEDIA_PORT", config.mediaPort))
   if (server.fallbackReason !== undefined) {
     yield* Effect.logWarning(`media host falls back to node:http: ${server.fallbackReason}`)
   }

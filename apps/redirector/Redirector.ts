@@ -1,6 +1,7 @@
 import { Cause, Config, Context, Effect, Layer, Option, Runtime } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
+import { naming } from "../../infra/StartupError.js"
 import type { ClickBuffer } from "./ClickRound.js"
 import { openClickSpool } from "./ClickSpool.js"
 import { makeClickCapture } from "./Clicks.js"
@@ -133,7 +134,7 @@ const make = Effect.gen(function* () {
     reusePort,
     handler: makeRedirectHandler(table, clicks, config.countryHeader, routing),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("redirect handler failed", Cause.die(error)))
-  })
+  }).pipe(naming("SHORT_PORT", config.shortPort))
   if (server.fallbackReason !== undefined) {
     yield* Effect.logWarning(`redirector falls back to node:http: ${server.fallbackReason}`)
   }

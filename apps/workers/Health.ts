@@ -1,6 +1,7 @@
 import { createServer } from "node:http"
 import { Effect, Layer } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
+import { listenFailed } from "../../infra/StartupError.js"
 
 /**
  * `/healthz` and `/readyz` of a workers process on WORKERS_PORT: the layer is built after
@@ -19,7 +20,7 @@ export const WorkersHealthLive = Layer.scopedDiscard(
       Effect.async<void, Error>((resume) => {
         server.once("error", (e) => resume(Effect.fail(e)))
         server.listen(workersPort, "0.0.0.0", () => resume(Effect.void))
-      }),
+      }).pipe(Effect.mapError(listenFailed("WORKERS_PORT", workersPort))),
       () =>
         Effect.async<void>((resume) => {
           server.close(() => resume(Effect.void))

@@ -38,6 +38,16 @@ export const runImageConverter = (options: ImageConverterOptions) =>
     const jobs = yield* ImageJobRepo
     const { processJob, fail, dropSource } = yield* makeJobProcessor(options)
 
+    // Runs after the runners below have been interrupted (finalizers run in reverse): the
+    // leases of the jobs they held are given back, so the next start or another worker
+    // resumes them at once instead of waiting for the leases to expire.
+    yield* Effect.addFinalizer(() =>
+      jobs.releaseAll(options.workerId).pipe(
+        Effect.tap((n) => (n > 0 ? Effect.logInfo(`image converter: gave back ${n} lease(s)`) : Effect.void)),
+        Effect.catchAllCause((cause) => Effect.logWarning("image converter: could not give back its leases", cause))
+      )
+    )
+
     // Ids waiting or being worked on: each is queued once. A full queue drops the id, and the
     // sweep finds its job again.
     const queued = new Set<ImageId>()
@@ -126,7 +136,7 @@ export const imageConverterLayer = (options: Partial<ImageConverterOptions> = {}
   Layer.scopedDiscard(runImageConverter({ ...defaultImageConverterOptions(), ...options }))
 
 /**
- * The conversion worker, configured by IMAGE_JOB_SWEEP_MS (2000), IMAGE_JOB_LEASE_MS (180000),
+ * The conversion worker, configured by IMAGE_JOB_SWEEP_MS (2000), IMAGE_JOB_LEASE_MS (10000),
  * IMAGE_CONVERT_MAX_ATTEMPTS (6) and IMAGE_CONVERT_CONCURRENCY (the codec's). Needs the event
  * log, the image repositories, transactions, notifications, the codec and the blob store.
  */

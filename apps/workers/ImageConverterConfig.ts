@@ -29,8 +29,10 @@ export interface ImageConverterOptions {
 
 export const defaultImageConverterOptions = (): ImageConverterOptions => ({
   workerId: `converter-${os.hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`,
-  // Above the codec's longest guard (fast tier: 2 × 60 s, plus 5 s to kill), should renewals stall.
-  leaseMs: 180_000,
+  // Short, renewed every third of it while a conversion runs: the job of a crashed worker
+  // (kill -9) is taken over by the next sweep after it expires, within about 12 s. A clean
+  // stop gives its leases back at once.
+  leaseMs: 10_000,
   sweepMs: 2_000,
   maxAttempts: 6,
   retryBaseMs: 1_000,

@@ -5,9 +5,9 @@ import { Topics } from "../../domain/Events.js"
 import { projectBatch, RecentIds, splitBatch } from "./ClickBatch.js"
 import { ClickEventWire } from "./ClickWire.js"
 
-/** The projections `cli replay --into` can rebuild, with the topic each is built from. */
-export const Projections = { analytics: Topics.clicks } as const
-export type Projection = keyof typeof Projections
+import { type Projection, Projections } from "./Projections.js"
+
+export { type Projection, Projections } from "./Projections.js"
 
 export class ReplayRefused extends Data.TaggedError("ReplayRefused")<{ readonly message: string }> {}
 

@@ -17,6 +17,11 @@ export interface ImageJobRepoShape {
   readonly claim: (imageId: ImageId, owner: string, leaseMs: number) => Effect.Effect<Option.Option<ImageJob>>
   /** Ids of jobs that are due and not leased: retries, and jobs of crashed workers. */
   readonly due: (limit: number) => Effect.Effect<ReadonlyArray<ImageId>>
+  /**
+   * Gives back every lease `owner` holds (a worker that stops), so that the jobs are due at
+   * once for the next worker or start; how many.
+   */
+  readonly releaseAll: (owner: string) => Effect.Effect<number>
   /** Extends a lease the worker still holds; false when it lost it. */
   readonly renewLease: (imageId: ImageId, owner: string, leaseMs: number) => Effect.Effect<boolean>
   /**

@@ -2,6 +2,13 @@ import type * as Uws from "uWebSockets.js"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { createRequire } from "node:module"
 import { Config, type ConfigError, Data, Effect, type Scope } from "effect"
+import {
+  answerClientError,
+  type HttpDeadlines,
+  httpDeadlinesConfig,
+  MAX_HEADER_BYTES,
+  serverOptions
+} from "./ClientErrors.js"
 
 /** The writing half of an exchange: the same calls whether the answer is given at once or later. */
 export interface HttpAnswer {
@@ -100,14 +107,18 @@ const STATUS_LINES: Record<number, string> = {
   400: "400 Bad Request",
   404: "404 Not Found",
   405: "405 Method Not Allowed",
+  408: "408 Request Timeout",
   413: "413 Content Too Large",
   415: "415 Unsupported Media Type",
   429: "429 Too Many Requests",
+  431: "431 Request Header Fields Too Large",
   500: "500 Internal Server Error",
   503: "503 Service Unavailable"
 }
 
 const INTERNAL_ERROR = "Internal Server Error\n"
+const TIMED_OUT = "The request did not arrive in time; the connection is closed.\n"
+const TOO_LARGE = `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes.\n`
 
 /** HTTP_ENGINE: `uws` or `node` forces one; unset or `auto` takes uWebSockets.js when it loads. */
 export const httpEngineConfig = Config.string("HTTP_ENGINE").pipe(
@@ -182,6 +193,8 @@ export const ipText = (b: Uint8Array): string => {
 /** What a server's exchanges share: answers close their connection once it is stopping. */
 interface ServerState {
   closing: boolean
+  /** A body must have arrived this long after its request (HTTP_REQUEST_TIMEOUT_MS). */
+  readonly requestTimeoutMs: number
   /** Deferred answers not yet ended or aborted: a close waits for them (up to drainMs). */
   pending: number
 }
@@ -265,12 +278,25 @@ class UwsExchange implements HttpExchange {
       const chunks: Array<Buffer> = []
       let size = 0
       let done = false
-      answer.onAbort = () => resolve(undefined)
+      // A body that does not arrive in time: 408 and the connection closed; the caller's own
+      // answer to the undefined body is then ignored.
+      const deadline = setTimeout(() => {
+        if (done) return
+        done = true
+        answer.closeAfter = true
+        answer.writeStatus(408).writeHeader("Content-Type", "text/plain; charset=utf-8").end(TIMED_OUT)
+        resolve(undefined)
+      }, this.state.requestTimeoutMs)
+      answer.onAbort = () => {
+        clearTimeout(deadline)
+        resolve(undefined)
+      }
       this.res.onData((chunk, isLast) => {
         if (done) return
         size += chunk.byteLength
         if (size > maxBytes) {
           done = true
+          clearTimeout(deadline)
           answer.closeAfter = true
           return resolve(undefined)
         }
@@ -278,6 +304,7 @@ class UwsExchange implements HttpExchange {
         if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk)))
         if (isLast) {
           done = true
+          clearTimeout(deadline)
           resolve(Buffer.concat(chunks, size))
         }
       })
@@ -345,10 +372,10 @@ const drainPending = (state: ServerState, ms: number) =>
     while (state.pending > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10))
   })
 
-const serveUws = (uws: UwsModule, options: ServeOptions) =>
+const serveUws = (uws: UwsModule, options: ServeOptions, deadlines: HttpDeadlines) =>
   Effect.acquireRelease(
     Effect.async<{ socket: Uws.us_listen_socket; state: ServerState; port: number }, HttpServerError>((resume) => {
-      const state: ServerState = { closing: false, pending: 0 }
+      const state: ServerState = { closing: false, pending: 0, requestTimeoutMs: deadlines.requestTimeoutMs }
       const exchange = new UwsExchange(state)
       const app = uws.App()
       app.any("/*", (res, req) => {
@@ -359,6 +386,14 @@ const serveUws = (uws: UwsModule, options: ServeOptions) =>
         exchange.method = method
         exchange.isHead = method === "HEAD"
         exchange.path = req.getUrl()
+        // uWebSockets.js takes request lines far beyond node's 16 KiB: the same limit here.
+        if (exchange.path.length > MAX_HEADER_BYTES) {
+          res.cork(() => {
+            res.writeStatus(STATUS_LINES[431]!).writeHeader("Content-Type", "text/plain; charset=utf-8")
+            res.end(TOO_LARGE, true)
+          })
+          return
+        }
         try {
           options.handler(exchange)
         } catch (error) {
@@ -505,10 +540,10 @@ class NodeExchange implements HttpExchange, DeferredAnswer {
   }
 }
 
-const serveNode = (options: ServeOptions) =>
+const serveNode = (options: ServeOptions, deadlines: HttpDeadlines) =>
   Effect.acquireRelease(
     Effect.async<{ server: ReturnType<typeof createServer>; port: number }, HttpServerError>((resume) => {
-      const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+      const server = createServer({ keepAliveTimeout: 65_000, ...serverOptions(deadlines) }, (req, res) => {
         const exchange = new NodeExchange(req, res)
         try {
           options.handler(exchange)
@@ -519,10 +554,7 @@ const serveNode = (options: ServeOptions) =>
           exchange.writeStatus(500).writeHeader("Content-Type", "text/plain").end(INTERNAL_ERROR)
         }
       })
-      server.on("clientError", (_error, socket) => {
-        if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        else socket.destroy()
-      })
+      server.on("clientError", answerClientError("text"))
       const onError = (error: NodeJS.ErrnoException) =>
         resume(
           Effect.fail(
@@ -567,10 +599,11 @@ export const serveHttp = (
 ): Effect.Effect<RunningHttpServer, HttpServerError | ConfigError.ConfigError, Scope.Scope> =>
   Effect.gen(function* () {
     const wanted = yield* httpEngineConfig
+    const deadlines = yield* httpDeadlinesConfig
     if (wanted !== "node") {
       const uws = loadUws()
       if ("module" in uws) {
-        const { port } = yield* serveUws(uws.module, options)
+        const { port } = yield* serveUws(uws.module, options, deadlines)
         return { engine: "uWebSockets.js", port, fallbackReason: undefined } as const
       }
       if (wanted === "uws") {
@@ -581,7 +614,7 @@ export const serveHttp = (
           message: `port ${options.port} cannot be shared: uWebSockets.js does not load (${uws.error}) and node:http cannot share a port`
         })
       }
-      const { port } = yield* serveNode(options)
+      const { port } = yield* serveNode(options, deadlines)
       return { engine: "node:http", port, fallbackReason: `uWebSockets.js does not load: ${uws.error}` } as const
     }
     if (options.reusePort === true) {
@@ -589,6 +622,6 @@ export const serveHttp = (
         message: `port ${options.port} cannot be shared with HTTP_ENGINE=node: node:http cannot share a port`
       })
     }
-    const { port } = yield* serveNode(options)
+    const { port } = yield* serveNode(options, deadlines)
     return { engine: "node:http", port, fallbackReason: undefined } as const
   })

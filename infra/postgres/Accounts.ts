@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Schedule, Stream } from "effect"
+import { Effect, Layer, Option } from "effect"
 import {
   AccountId,
   AccountNotFound,
@@ -13,6 +13,7 @@ import { AccountRepo } from "../../domain/ports/AccountRepo.js"
 import type { Scope } from "../../domain/Scope.js"
 import { BoundedCache } from "../BoundedCache.js"
 import { newId, randomBase62 } from "../Ids.js"
+import { listenInBackground } from "./Listen.js"
 
 // Only the SHA-256 of a key's secret is stored, and it is compared in constant time.
 const sha256 = (s: string) => createHash("sha256").update(s).digest()
@@ -36,12 +37,12 @@ const make = (options: { readonly cache: boolean }) =>
       // Revocations (and plan changes, for each key of the account) reach every API process
       // at once through NOTIFY; the TTL bounds staleness
       // should the listening connection drop, and a reconnect starts from an empty cache.
-      yield* sql.listen(REVOKED_CHANNEL).pipe(
-        Stream.runForEach((keyId) => Effect.sync(() => cache.delete(keyId))),
-        Effect.ensuring(Effect.sync(() => cache.clear())),
-        Effect.catchAllCause((cause) => Effect.logWarning("key revocation listener lost; retrying", cause)),
-        Effect.repeat(Schedule.spaced("1 second")),
-        Effect.forkScoped
+      yield* listenInBackground(
+        sql,
+        REVOKED_CHANNEL,
+        yield* Effect.scope,
+        (keyId) => cache.delete(keyId),
+        () => cache.clear()
       )
     }
 

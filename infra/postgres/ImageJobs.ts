@@ -125,6 +125,14 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
+  const releaseAll = (owner: string) =>
+    sql<{ image_id: string }>`
+      UPDATE image_jobs SET lease_owner = NULL, lease_until = NULL
+      WHERE lease_owner = ${owner} RETURNING image_id`.pipe(
+      Effect.map((rows) => rows.length),
+      Effect.orDie
+    )
+
   const retryLater = (imageId: string, error: string, delayMs: number) =>
     Effect.gen(function* () {
       const updated = yield* sql<{ image_id: string }>`
@@ -163,6 +171,7 @@ const make = Effect.gen(function* () {
     claim,
     due,
     renewLease,
+    releaseAll,
     retryLater,
     expired,
     markReady,

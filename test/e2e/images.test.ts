@@ -45,7 +45,7 @@ const media = () => `http://127.0.0.1:${ports.media}`
 
 /** The operator CLI (asynchronously: the test process is not blocked while it runs). */
 const cli = async (...args: Array<string>) => {
-  const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
+  const { stdout } = await execFileAsync(process.execPath, ["scripts/cli.mjs", ...args, "--json"], {
     cwd: root,
     env: env()
   })
@@ -66,7 +66,7 @@ interface Report {
 
 /** Waiting on the service: generous, and a timeout shows the end of its output. */
 const serviceWait = (what: string) => ({
-  timeoutMs: 90_000,
+  timeoutMs: 200_000,
   intervalMs: 100,
   message: () => `${what}\n${output.slice(-4000)}`
 })
@@ -86,7 +86,7 @@ beforeAll(async () => {
     return a.status === 200 && m.status === 200 && "ready"
   }, serviceWait("the service to be ready"))
   if (state === "exited") throw new Error(`service exited: ${output}`)
-}, 150_000)
+}, 240_000)
 
 afterAll(async () => {
   if (proc && proc.exitCode === null) {

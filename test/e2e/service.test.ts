@@ -42,7 +42,7 @@ const start = async () => {
       if (p.exitCode !== null) return "exited"
       return (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200 && "ready"
     },
-    { timeoutMs: 90_000, intervalMs: 200, message: () => `the service to be ready: ${output}` }
+    { timeoutMs: 200_000, intervalMs: 200, message: () => `the service to be ready: ${output}` }
   )
   if (state === "exited") throw new Error(`service exited: ${output}`)
 }
@@ -65,7 +65,7 @@ const exited = (p: ChildProcess) =>
 
 /** The operator CLI (asynchronously: the test process is not blocked while it runs). */
 const cli = async (...args: Array<string>) => {
-  const { stdout } = await execFileAsync(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
+  const { stdout } = await execFileAsync(process.execPath, ["scripts/cli.mjs", ...args, "--json"], {
     cwd: root,
     env: env()
   })
@@ -87,7 +87,7 @@ const postgresRunning = () => {
 beforeAll(async () => {
   port = await freePort()
   await start()
-}, 120_000)
+}, 240_000)
 
 afterAll(async () => {
   if (proc && proc.exitCode === null) {
@@ -190,5 +190,5 @@ describe("the service as a process (embedded default)", { timeout: 120_000 }, ()
     const read = await call<Envelope<Link>>(`http://127.0.0.1:${port}/v1/links/${id}`, { key: fresh })
     expect(read.status).toBe(200)
     expect(read.json.data.destination_url).toBe("https://example.com/in-flight")
-  }, 120_000)
+  }, 240_000)
 })

@@ -34,11 +34,7 @@ describe("unknown routes are 404 not_found in the error shape", () => {
     ["GET", "/v1"],
     ["GET", "/"],
     ["POST", "/v1/nope"],
-    ["PUT", "/v1/links"],
-    ["PATCH", "/v1/links"],
-    ["DELETE", "/v1/links"],
-    ["POST", "/v1/links/abc"],
-    ["PUT", "/v1/links/abc"]
+    ["PUT", "/v1/nope/abc"]
   ])("%s %s", async (method, path) => {
     const r = await call<ErrorBody>(`${t.baseUrl}${path}`, {
       method,
@@ -47,6 +43,22 @@ describe("unknown routes are 404 not_found in the error shape", () => {
     })
     const error = expectError(r, 404, "not_found")
     expect(Object.keys(r.json)).toEqual(["error"])
+    expect(error.request_id).toMatch(/^req_/)
+  })
+})
+
+describe("a known path with another method is 405 method_not_allowed with Allow", () => {
+  it.each([
+    ["PUT", "/v1/links", "GET, HEAD, POST"],
+    ["PATCH", "/v1/links", "GET, HEAD, POST"],
+    ["DELETE", "/v1/links", "GET, HEAD, POST"],
+    ["POST", "/v1/links/abc", "GET, HEAD, PATCH, DELETE"],
+    ["PUT", "/v1/links/abc", "GET, HEAD, PATCH, DELETE"],
+    ["POST", "/v1/openapi.json", "GET, HEAD"]
+  ])("%s %s", async (method, path, allow) => {
+    const r = await call<ErrorBody>(`${t.baseUrl}${path}`, { method, key: acct.key })
+    const error = expectError(r, 405, "method_not_allowed")
+    expect(r.headers.get("allow")).toBe(allow)
     expect(error.request_id).toMatch(/^req_/)
   })
 })

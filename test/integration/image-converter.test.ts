@@ -492,3 +492,34 @@ describe("conversion worker", () => {
     await expectSourceGone(id)
   })
 })
+
+describe("a worker that stops cleanly (SIGTERM)", () => {
+  it("gives back the lease of the job it was converting at once, and the next worker converts it without waiting for the lease to expire", async () => {
+    // A lease of two minutes: only its release can explain a prompt takeover.
+    const options = { sweepMs: 3_600_000, leaseMs: 120_000, inFlight: 1 }
+    const first = await startWorker(options)
+    const accountId = await newAccount()
+    const id = await upload(first, accountId, await jpeg(3000, 3000))
+    await waitFor(() => converting > 0, { timeoutMs: 60_000, message: "the conversion to start" })
+    const lease = async () =>
+      (await db.query("SELECT lease_owner, lease_until FROM image_jobs WHERE image_id = $1", [id])).rows[0]
+    expect((await lease()).lease_owner).toBeTruthy()
+    await first.dispose()
+    expect(await lease()).toEqual({ lease_owner: null, lease_until: null })
+    const restarted = Date.now()
+    // Its sweep runs once at start and finds the job due.
+    const second = await startWorker(options)
+    try {
+      await waitFor(async () => (await imageRow(id)).status === "ready", {
+        timeoutMs: 90_000,
+        message: "the next worker to convert the image"
+      })
+      const recoveryMs = Date.now() - restarted
+      console.info(`image ready ${recoveryMs} ms after the next worker started (lease: 120 s)`)
+      expect(recoveryMs).toBeLessThan(options.leaseMs)
+    } finally {
+      await second.dispose()
+    }
+    await expectPublishedWebp(id, accountId, { width: 3000, height: 3000 })
+  }, 180_000)
+})

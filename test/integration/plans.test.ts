@@ -233,7 +233,7 @@ describe("request rate (per-account token bucket)", () => {
 /** The operator CLI against this test's database, with these plans in PLANS. */
 const cli = (args: Array<string>, plans: string = JSON.stringify(PLANS)) =>
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "apps/cli/main.ts", ...args, "--json"], {
+    const child = spawn(process.execPath, ["scripts/cli.mjs", ...args, "--json"], {
       cwd: root,
       env: { ...process.env, DATABASE_URL: t.databaseUrl, DATA_DIR: "/nonexistent-never-used", PLANS: plans }
     })

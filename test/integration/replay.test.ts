@@ -266,7 +266,7 @@ describe("cli replay (embedded analytics store)", () => {
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(
         process.execPath,
-        ["--import", "tsx", "apps/cli/main.ts", ...args],
+        ["scripts/cli.mjs", ...args],
         { env: { ...process.env, KAFKA_BROKERS: "", CLICKHOUSE_URL: "", LOG_LEVEL: "warn", ...env }, timeout: 60_000 },
         (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
       )

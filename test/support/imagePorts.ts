@@ -31,6 +31,7 @@ export const imagePortsLayer = (world: World, plans: Parameters<typeof Plans.mak
         claim: () => Effect.succeedNone,
         due: () => Effect.succeed([]),
         renewLease: () => Effect.succeed(false),
+        releaseAll: () => Effect.succeed(0),
         retryLater: () => Effect.void,
         expired: () => Effect.succeed([]),
         markReady: () => Effect.succeedNone,
