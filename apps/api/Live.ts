@@ -11,6 +11,8 @@ import { UsageRepoLive } from "../../infra/postgres/Usage.js"
 import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
+import { asyncApiDocument } from "./AsyncApiDoc.js"
+import { DOCS_CSP, docsPageHtml, scalarBundle } from "./DocsPage.js"
 import { ImagesHttp } from "./Images/Http.js"
 import { Images } from "./Images/Images.js"
 import { LinksHttp } from "./Links/Http.js"
@@ -24,7 +26,7 @@ import { guardRequests } from "./middleware/RequestGuards.js"
 import { withRequestId } from "./middleware/RequestId.js"
 import { makeSystemRoutes } from "./middleware/System.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
-import { openApiDocument } from "./OpenApiDoc.js"
+import { API_PREFIX, openApiDocumentFor } from "./OpenApiDoc.js"
 import { UsageHttp } from "./Usage/Http.js"
 import { Usage } from "./Usage/Usage.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
@@ -64,7 +66,14 @@ const Repositories = Layer.mergeAll(
  */
 export const ApiHttpLive = Layer.unwrapScoped(
   Effect.gen(function* () {
-    const system = yield* makeSystemRoutes(openApiDocument)
+    const system = yield* makeSystemRoutes({
+      prefix: API_PREFIX,
+      openApi: openApiDocumentFor,
+      asyncApi: asyncApiDocument,
+      docsPage: docsPageHtml,
+      docsScript: scalarBundle,
+      docsCsp: DOCS_CSP
+    })
     const app = yield* HttpApiBuilder.httpApp
     return HttpServer.serve(withRequestId(guardRequests(system(closeUnreadUploads(Api)(app)))))
   })
