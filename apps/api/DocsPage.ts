@@ -26,6 +26,10 @@ const SCALAR_CONFIG = {
   withDefaultFonts: false,
   hideTestRequestButton: true,
   hideClientButton: true,
+  // No code samples: they come with a form for a key.
+  hiddenClients: true,
+  // The authentication card asks for a key to fill the samples in: the page shows none.
+  customCss: ".scalar-reference-intro-auth { display: none !important; }",
   hideDarkModeToggle: false,
   showDeveloperTools: "never",
   telemetry: false,
@@ -38,7 +42,7 @@ const SCALAR_CONFIG = {
 /** Keeps every request of the page on its own host (and inline styles, which Scalar sets). */
 export const DOCS_CSP = [
   "default-src 'self'",
-  "script-src 'self' 'unsafe-inline'",
+  "script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'",
   "style-src 'self' 'unsafe-inline'",
   "img-src 'self' data: blob:",
   "font-src 'self' data:",

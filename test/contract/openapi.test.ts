@@ -158,12 +158,7 @@ describe("OpenAPI document", () => {
         if (codesOf(operation, "403").includes("quota_exceeded")) withQuota.push(`${method} ${path}`)
       }
     }
-    expect(withQuota.sort()).toEqual([
-      "patch /links/{id}/options",
-      "post /images",
-      "post /images/url",
-      "post /links"
-    ])
+    expect(withQuota.sort()).toEqual(["patch /links/{id}/options", "post /images", "post /images/url", "post /links"])
     expect(doc.components.schemas.QuotaExceededError.description).toMatch(/quota/)
     expect(doc.components.schemas.RateLimitedError.description).toMatch(/Retry-After/)
   })
