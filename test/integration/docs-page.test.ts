@@ -8,6 +8,11 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 const hasChromium = fs.existsSync(CHROMIUM)
 const SCREENSHOT = new URL("../../.tmp/docs-page.png", import.meta.url)
 
+/** What the page's functions read of the browser's globals (no DOM types in this project). */
+interface InPage {
+  readonly document: { readonly body: { readonly innerText: string } }
+}
+
 let t: TestApi
 beforeAll(async () => {
   t = await startTestApi()
@@ -92,11 +97,15 @@ describe.skipIf(!hasChromium)("the reference page in headless Chromium (skipped:
       "Declare an image's content rating",
       "Read a Short Link's click analytics"
     ]) {
-      // biome-ignore lint/performance/useDomNodeTextContent: what is rendered is the point
-      await page.waitForFunction((text) => document.body.innerText.includes(text), { timeout: 60_000 }, summary)
+      await page.waitForFunction(
+        // biome-ignore lint/performance/useDomNodeTextContent: what is rendered is the point
+        (text) => (globalThis as unknown as InPage).document.body.innerText.includes(text),
+        { timeout: 60_000 },
+        summary
+      )
     }
     // biome-ignore lint/performance/useDomNodeTextContent: what is rendered is the point (hidden parts must not count)
-    const text = await page.evaluate(() => document.body.innerText)
+    const text = await page.evaluate(() => (globalThis as unknown as InPage).document.body.innerText)
     expect(text).toContain("links")
     expect(text).toMatch(/\/links\/\{id\}|\/links\/:id/)
     // No "try it" / test request button, no client samples, nowhere to type a key.
