@@ -20,7 +20,6 @@ export class Api extends HttpApi.make("v1")
   .prefix("/v1")
   .annotate(OpenApi.Title, "Link Shortening and Hosted Image Service API")
   .annotate(OpenApi.Version, "1.0.0")
-  .annotate(OpenApi.License, { name: "Proprietary" })
   .annotate(
     OpenApi.Description,
     "Short links, QR codes, analytics and hosted images. Every request sends `Authorization: Bearer <API_KEY>`; every POST, PATCH and DELETE sends an `Idempotency-Key` header of 8 to 128 characters."

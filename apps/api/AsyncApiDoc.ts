@@ -1,5 +1,6 @@
 import { JSONSchema, type Schema, SchemaAST } from "effect"
 import { Catalogue } from "../../domain/Events.js"
+import { LICENSE } from "./OpenApiDoc.js"
 
 /**
  * The AsyncAPI 3.0 document of the topics, generated from the event schemas of
@@ -72,7 +73,8 @@ export const renderAsyncApi = () => {
       version: "1.0.0",
       description:
         "The topics of the service's event log (Apache Kafka when `KAFKA_BROKERS` is set, otherwise the embedded log: same topics, keys and partitions). Every event is JSON with the envelope `{ id, type, version, occurred_at, account_id, data }`; the message key is the entity id. Generated from `domain/Events.ts`; docs/events.md is the same catalogue in prose.",
-      license: { name: "Proprietary" }
+      // AsyncAPI's license has no SPDX identifier (name and url only).
+      license: { name: LICENSE.name }
     },
     defaultContentType: "application/json",
     channels,

@@ -43,6 +43,9 @@ export const toOpenApiPath = (template: string) =>
     "{$1}"
   )
 
+/** The license the documents state (an SPDX reference: no license is published). */
+export const LICENSE = { name: "Proprietary", identifier: "LicenseRef-Proprietary" }
+
 /**
  * What each group (an OpenAPI tag) is about. A group missing here still gets a description
  * (Redocly's recommended rules want one per tag), from its name.
@@ -164,7 +167,13 @@ export const openApiDocument: JsonObject = (() => {
   const paths = Object.fromEntries(
     Object.entries(child(generated, "paths") ?? {}).map(([path, item]) => [toOpenApiPath(path), item])
   )
-  const spec: JsonObject = { ...generated, paths, tags: describeTags(generated.tags) }
+  const spec: JsonObject = {
+    ...generated,
+    // HttpApi's License annotation has no SPDX `identifier` (OpenAPI 3.1), which Redocly wants.
+    info: { ...child(generated, "info"), license: LICENSE },
+    paths,
+    tags: describeTags(generated.tags)
+  }
   const schemas = child(child(spec, "components"), "schemas")
   for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete schemas?.[name]
   spec.components = {
