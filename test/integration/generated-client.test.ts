@@ -32,7 +32,9 @@ export const program = async (baseUrl: string, key: string, idempotencyKey: stri
   const link: Link = created.data.data
   const read = await linksGet({ client, path: { id: link.id } })
   const missing = await linksGet({ client, path: { id: "link_missing" } })
-  const code: "not_found" | undefined = missing.error?.error.code
+  // The error bodies are typed by code: not_found is one of this operation's.
+  const code = missing.error?.error.code
+  const notFound: typeof code = "not_found"
   const usage = await usageGet({ client })
   return {
     created: created.response.status,
@@ -40,6 +42,7 @@ export const program = async (baseUrl: string, key: string, idempotencyKey: stri
     readUrl: read.data?.data.destination_url,
     missing: missing.response.status,
     code,
+    typed: notFound,
     usage: usage.response.status
   }
 }

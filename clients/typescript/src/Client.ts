@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Effect, FiberRef, Layer, Option, Schedule } from "effect"
+import { Effect, FiberRef, type Layer, Option, Schedule } from "effect"
 import { Api } from "../../../apps/api/Api.js"
 import { API_PREFIX } from "../../../apps/api/OpenApiDoc.js"
 

@@ -22,10 +22,8 @@ export const isErrorBody = (failure: unknown): failure is ErrorBody => {
 }
 
 /** The code of a failure of the API's, narrowing its type: `hasCode(e, "not_found")`. */
-export const hasCode = <E, const Code extends string>(
-  failure: E,
-  code: Code
-): failure is Extract<E, ErrorBody<Code>> => isErrorBody(failure) && failure.error.code === code
+export const hasCode = <E, const Code extends string>(failure: E, code: Code): failure is Extract<E, ErrorBody<Code>> =>
+  isErrorBody(failure) && failure.error.code === code
 
 /** What the Promise facade rejects with for an error answer of the API. */
 export class ApiError extends Error {

@@ -1,3 +1,4 @@
+import type { HttpClientResponse } from "@effect/platform"
 import { Effect, Either, ManagedRuntime } from "effect"
 import { type Client, ClientLive, type ClientOptions, makeClient, withIdempotencyKey } from "./Client.js"
 import { ApiError, isErrorBody } from "./Errors.js"
@@ -14,10 +15,10 @@ export interface CallOptions {
   readonly idempotencyKey?: string
 }
 
-type PromiseOperation<F> = F extends (...args: infer Args) => Effect.Effect<infer A, infer _E, infer _R>
-  ? Args extends []
-    ? (input?: undefined, options?: CallOptions) => Promise<A>
-    : (input: Args[0], options?: CallOptions) => Promise<A>
+/** An operation of the Effect client as a Promise, with the call options after its request. */
+type PromiseOperation<F> = F extends (...args: infer Args) => Effect.Effect<infer A, unknown, unknown>
+  ? // The operation is generic in `withResponse`; the facade answers with the body alone.
+    (...args: [...Args, CallOptions?]) => Promise<Exclude<A, readonly [unknown, HttpClientResponse.HttpClientResponse]>>
   : never
 
 /** Every group of the client, every operation a Promise. */
