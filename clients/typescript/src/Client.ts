@@ -1,4 +1,4 @@
-import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { FetchHttpClient, HttpApiClient, HttpClient, type HttpClientError, HttpClientRequest } from "@effect/platform"
 import { Effect, FiberRef, type Layer, Option, Schedule } from "effect"
 import { Api } from "../../../apps/api/Api.js"
 import { API_PREFIX } from "../../../apps/api/OpenApiDoc.js"
@@ -45,27 +45,30 @@ const addIdempotencyKey = (request: HttpClientRequest.HttpClientRequest) =>
       )
 
 /**
- * The client's HTTP pipeline. The Idempotency-Key is set once per call, before the retries,
- * so a retried write carries the same key: the service replays it instead of doing it twice.
- * Retried: transport failures and 408, 429, 500, 502, 503 and 504, with backoff. A GET is safe
- * by itself, and every write carries a key, so every operation retries only where it is safe.
+ * The client's HTTP pipeline. The Idempotency-Key is set once per call, outside the retries
+ * (HttpClient's own request mapping runs again on every attempt), so a retried write carries
+ * the same key: the service replays it instead of doing it twice. Retried: transport failures
+ * and 408, 429, 500, 502, 503 and 504, with backoff. A GET is safe by itself, and every write
+ * carries a key, so every operation retries only where it is safe.
  */
 const transformClient =
   (options: ClientOptions) =>
   (client: HttpClient.HttpClient): HttpClient.HttpClient => {
-    const authenticated = client.pipe(
-      HttpClient.mapRequest(HttpClientRequest.bearerToken(options.apiKey)),
-      HttpClient.mapRequestEffect(addIdempotencyKey)
-    )
+    const authenticated = client.pipe(HttpClient.mapRequest(HttpClientRequest.bearerToken(options.apiKey)))
     const retries = options.retries ?? 3
-    return retries <= 0
-      ? authenticated
-      : authenticated.pipe(
-          HttpClient.retryTransient({
-            schedule: Schedule.exponential("200 millis").pipe(Schedule.jittered),
-            times: retries
-          })
-        )
+    const retried =
+      retries <= 0
+        ? authenticated
+        : authenticated.pipe(
+            HttpClient.retryTransient({
+              schedule: Schedule.exponential("200 millis").pipe(Schedule.jittered),
+              times: retries
+            })
+          )
+    return HttpClient.makeWith<never, never, HttpClientError.HttpClientError, never>(
+      (request) => Effect.flatMap(request, addIdempotencyKey).pipe(Effect.flatMap((keyed) => retried.execute(keyed))),
+      Effect.succeed
+    )
   }
 
 /** The origin the Api's routes (which carry `/v1`) hang from: `{base_url}` without it. */
