@@ -71,6 +71,18 @@ describe("clients/typescript against the service", () => {
     expect(refused).toMatchObject({ code: "unauthenticated" })
   })
 
+  it("runs the package's example against the service (Promises and Effect)", async () => {
+    process.env.SHORTLINKS_BASE_URL = t.api
+    process.env.SHORTLINKS_API_KEY = acct.key
+    const example = await import("../../clients/typescript/example/example.js")
+    const id = await example.withPromises()
+    expect(id).toMatch(/^link_/)
+    const outcome = await Effect.runPromise(example.withEffect)
+    expect(outcome.created).toMatch(/^link_/)
+    expect(outcome.missing).toMatch(/^not found \(req_/)
+    expect(outcome.listed).toBe(5)
+  })
+
   it("fails with typed error bodies in Effect, narrowed by hasCode", async () => {
     const outcome = await run(
       Effect.gen(function* () {
