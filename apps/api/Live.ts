@@ -21,12 +21,13 @@ import { AuthenticationLive } from "./middleware/Authentication.js"
 import { ErrorEnvelopeLive } from "./middleware/ErrorEnvelope.js"
 import { IdempotencyKeyLive, IdempotentOperations } from "./middleware/Idempotency.js"
 import { JsonBodyLive } from "./middleware/JsonBody.js"
+import { withMetrics } from "./middleware/Metrics.js"
 import { RateLimitLive } from "./middleware/RateLimit.js"
 import { guardRequests } from "./middleware/RequestGuards.js"
 import { withRequestId } from "./middleware/RequestId.js"
-import { makeSystemRoutes } from "./middleware/System.js"
+import { makeSystemRoutes, systemPaths } from "./middleware/System.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
-import { API_PREFIX, openApiDocumentFor } from "./OpenApiDoc.js"
+import { API_PREFIX, endpoints, openApiDocumentFor } from "./OpenApiDoc.js"
 import { UsageHttp } from "./Usage/Http.js"
 import { Usage } from "./Usage/Usage.js"
 import { UtmPresetsHttp } from "./UtmPresets/Http.js"
@@ -75,7 +76,11 @@ export const ApiHttpLive = Layer.unwrapScoped(
       docsCsp: DOCS_CSP
     })
     const app = yield* HttpApiBuilder.httpApp
-    return HttpServer.serve(withRequestId(guardRequests(system(closeUnreadUploads(Api)(app)))))
+    const counted = withMetrics(
+      endpoints.map((e) => e.template),
+      systemPaths(API_PREFIX)
+    )
+    return HttpServer.serve(counted(withRequestId(guardRequests(system(closeUnreadUploads(Api)(app))))))
   })
 ).pipe(
   Layer.provide(ErrorEnvelopeLive),

@@ -2,6 +2,7 @@ import { type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/pla
 import { Effect, FiberRef } from "effect"
 import { DatabaseHealth } from "../../../domain/ports/Database.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
+import { PROMETHEUS_CONTENT_TYPE, prometheusText } from "../../../infra/Prometheus.js"
 import * as E from "../Errors.js"
 
 /** The documents the API serves without a key, generated from the Api and the event schemas. */
@@ -20,9 +21,21 @@ export interface SystemDocuments {
   readonly docsCsp: string
 }
 
+/** The paths the system routes answer (not counted in the request metrics). */
+export const systemPaths = (prefix: string): ReadonlySet<string> =>
+  new Set([
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    `${prefix}/openapi.json`,
+    `${prefix}/asyncapi.json`,
+    `${prefix}/docs`,
+    `${prefix}/docs/reference.js`
+  ])
+
 /**
  * What the API serves without a key, beside the v1 routes: `/healthz` (the process is up),
- * `/readyz` (the database answers within 2 s, else 503), `{base_url}/openapi.json`,
+ * `/readyz` (the database answers within 2 s, else 503), `/metrics` (Prometheus text), `{base_url}/openapi.json`,
  * `{base_url}/asyncapi.json` and the reference page `{base_url}/docs` (with its script).
  */
 export const makeSystemRoutes = (documents: SystemDocuments) =>
@@ -50,6 +63,9 @@ export const makeSystemRoutes = (documents: SystemDocuments) =>
       ]
     ])
     const healthy = HttpServerResponse.unsafeJson({ status: "ok" })
+    const metrics = Effect.map(prometheusText, (text) =>
+      HttpServerResponse.text(text, { contentType: PROMETHEUS_CONTENT_TYPE, headers: { "cache-control": "no-store" } })
+    )
     const ready = HttpServerResponse.unsafeJson({ status: "ready" })
     const readiness = database.ping.pipe(
       Effect.timeout("2 seconds"),
@@ -68,6 +84,7 @@ export const makeSystemRoutes = (documents: SystemDocuments) =>
         const path = request.url.split("?", 1)[0]
         if (path === "/healthz") return Effect.succeed(healthy)
         if (path === "/readyz") return readiness
+        if (path === "/metrics" && request.method === "GET") return metrics
         const page = request.method === "GET" || request.method === "HEAD" ? pages.get(path) : undefined
         if (page !== undefined) return Effect.succeed(page)
         return app
