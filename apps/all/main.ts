@@ -17,7 +17,7 @@ const Banner = Layer.scopedDiscard(
   Effect.gen(function* () {
     const c = yield* AppConfig
     yield* Effect.logInfo(
-      `ready: API ${c.apiBase} (OpenAPI ${c.apiBase}/openapi.json), short links ${c.shortBase}, images ${c.imageHost}`
+      `ready: API ${c.apiBase} (reference ${c.apiBase}/docs), short links ${c.shortBase}, images ${c.imageHost}`
     )
     yield* Effect.addFinalizer(() =>
       Effect.logInfo("stopping: finishing in-flight requests, flushing clicks, then the engines")
