@@ -20,7 +20,7 @@ const Banner = Layer.scopedDiscard(
     const c = yield* AppConfig
     // Built after every app (below): each listener is bound by now.
     yield* Effect.logInfo(
-      `ready: API ${c.apiBase} (OpenAPI ${c.apiBase}/openapi.json), short links ${c.shortBase}, images ${c.imageHost}, snapshots ${c.snapshotHost}`
+      `ready: API ${c.apiBase} (reference ${c.apiBase}/docs), short links ${c.shortBase}, images ${c.imageHost}, snapshots ${c.snapshotHost}`
     ).pipe(Effect.annotateLogs({ api: c.apiBase, short: c.shortBase, images: c.imageHost, snapshots: c.snapshotHost }))
     yield* Effect.addFinalizer(() =>
       Effect.logInfo("stopping: finishing in-flight requests, flushing clicks, then the engines")

@@ -14,6 +14,8 @@ import { UtmPresetRepoLive } from "../../infra/postgres/UtmPresets.js"
 import { listenFailed } from "../../infra/StartupError.js"
 import { AnalyticsHttp } from "./Analytics/Http.js"
 import { Api } from "./Api.js"
+import { asyncApiDocument } from "./AsyncApiDoc.js"
+import { DOCS_CSP, docsPageHtml, scalarBundle } from "./DocsPage.js"
 import { Domains } from "./Domains/Domains.js"
 import { DomainsHttp } from "./Domains/Http.js"
 import { ImagesHttp } from "./Images/Http.js"
@@ -25,12 +27,13 @@ import { errorEnvelopeLive } from "./middleware/ErrorEnvelope.js"
 import { IdempotencyKeyLive, IdempotentOperations } from "./middleware/Idempotency.js"
 import { JsonBodyLive } from "./middleware/JsonBody.js"
 import { makeAllowedMethods } from "./middleware/Methods.js"
+import { withMetrics } from "./middleware/Metrics.js"
 import { RateLimitLive } from "./middleware/RateLimit.js"
 import { guardRequests } from "./middleware/RequestGuards.js"
 import { withRequestId } from "./middleware/RequestId.js"
-import { makeSystemRoutes } from "./middleware/System.js"
+import { makeSystemRoutes, systemPaths } from "./middleware/System.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
-import { endpoints, openApiDocument } from "./OpenApiDoc.js"
+import { API_PREFIX, endpoints, openApiDocumentFor } from "./OpenApiDoc.js"
 import { SnapshotsHttp } from "./Snapshots/Http.js"
 import { Snapshots } from "./Snapshots/Snapshots.js"
 import { UsageHttp } from "./Usage/Http.js"
@@ -77,9 +80,20 @@ const Repositories = Layer.mergeAll(
  */
 export const ApiHttpLive = Layer.unwrapScoped(
   Effect.gen(function* () {
-    const system = yield* makeSystemRoutes(openApiDocument)
+    const system = yield* makeSystemRoutes({
+      prefix: API_PREFIX,
+      openApi: openApiDocumentFor,
+      asyncApi: asyncApiDocument,
+      docsPage: docsPageHtml,
+      docsScript: scalarBundle,
+      docsCsp: DOCS_CSP
+    })
     const app = yield* HttpApiBuilder.httpApp
-    return HttpServer.serve(withRequestId(guardRequests(system(closeUnreadUploads(Api)(app)))))
+    const counted = withMetrics(
+      endpoints.map((e) => e.template),
+      systemPaths(API_PREFIX)
+    )
+    return HttpServer.serve(counted(withRequestId(guardRequests(system(closeUnreadUploads(Api)(app))))))
   })
 ).pipe(
   Layer.provide(errorEnvelopeLive(allowedMethods)),

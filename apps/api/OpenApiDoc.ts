@@ -33,7 +33,38 @@ const dropDecodeErrorIn = (node: JsonObject): JsonObject => {
   return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, v === undefined ? v : dropDecodeError(v)]))
 }
 
-const toOpenApiPath = (template: string) => template.replace(/:([A-Za-z_]+)/g, "{$1}")
+/** The prefix every route of the Api has; the document's paths are relative to `{base_url}`, which ends with it. */
+export const API_PREFIX = "/v1"
+
+/** The document's path of a route template: `/v1/links/:id` is `/links/{id}` (relative to `{base_url}`). */
+export const toOpenApiPath = (template: string) =>
+  (template.startsWith(`${API_PREFIX}/`) ? template.slice(API_PREFIX.length) : template).replace(
+    /:([A-Za-z_]+)/g,
+    "{$1}"
+  )
+
+/** The license the documents state (an SPDX reference: no license is published). */
+export const LICENSE = { name: "Proprietary", identifier: "LicenseRef-Proprietary" }
+
+/**
+ * What each group (an OpenAPI tag) is about. A group missing here still gets a description
+ * (Redocly's recommended rules want one per tag), from its name.
+ */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  links: "Short Links: create, list and search, export, change, disable, QR codes and per-link options.",
+  "utm-presets": "Named sets of UTM parameters that links can apply to their destination.",
+  analytics: "Click analytics of a Short Link: totals, time series and breakdowns.",
+  images: "Hosted images: upload or import, asynchronous normalization, delivery URLs, content ratings.",
+  usage: "The account's usage against its plan's limits."
+}
+const describeTags = (tags: Json | undefined): Json =>
+  Array.isArray(tags)
+    ? tags.map((tag) =>
+        isObject(tag) && typeof tag.name === "string"
+          ? { ...tag, description: tag.description ?? TAG_DESCRIPTIONS[tag.name] ?? `Operations on ${tag.name}.` }
+          : tag
+      )
+    : []
 
 /** The response headers the middlewares set, shared by the operations that send them. */
 const HEADERS = {
@@ -131,7 +162,18 @@ const isStored = (code: string | undefined) => code !== undefined && E.errorDefO
  */
 export const openApiDocument: JsonObject = (() => {
   // fromApi's OpenAPISpec is plain JSON, but as an interface it has no index signature to walk it by.
-  const spec = dropDecodeErrorIn(OpenApi.fromApi(Api) as unknown as JsonObject)
+  const generated = dropDecodeErrorIn(OpenApi.fromApi(Api) as unknown as JsonObject)
+  // Paths relative to {base_url} (the contract's), which already ends with the prefix.
+  const paths = Object.fromEntries(
+    Object.entries(child(generated, "paths") ?? {}).map(([path, item]) => [toOpenApiPath(path), item])
+  )
+  const spec: JsonObject = {
+    ...generated,
+    // HttpApi's License annotation has no SPDX `identifier` (OpenAPI 3.1), which Redocly wants.
+    info: { ...child(generated, "info"), license: LICENSE },
+    paths,
+    tags: describeTags(generated.tags)
+  }
   const schemas = child(child(spec, "components"), "schemas")
   for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete schemas?.[name]
   spec.components = {
@@ -191,3 +233,9 @@ export const openApiDocument: JsonObject = (() => {
   }
   return spec
 })()
+
+/** The document as served: its one server is `{base_url}` (PUBLIC_API_BASE), the paths are relative to it. */
+export const openApiDocumentFor = (apiBase: string): JsonObject => ({
+  ...openApiDocument,
+  servers: [{ url: apiBase, description: "This service's API (PUBLIC_API_BASE)" }]
+})

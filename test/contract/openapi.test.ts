@@ -1,6 +1,6 @@
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { describe, expect, it } from "vitest"
-import { openApiDocument, endpoints as routes } from "../../apps/api/OpenApiDoc.js"
+import { openApiDocument, openApiDocumentFor, endpoints as routes, toOpenApiPath } from "../../apps/api/OpenApiDoc.js"
 
 /** The parts of a JSON Schema these tests read. */
 interface SchemaObject {
@@ -80,9 +80,35 @@ describe("OpenAPI document", () => {
   it("has info.version 1.0.0 and documents every route of the server", () => {
     expect(doc.info.version).toBe("1.0.0")
     for (const route of routes) {
-      const path = route.template.replace(/:([A-Za-z_]+)/g, "{$1}")
+      const path = toOpenApiPath(route.template)
       expect(op(path, route.method.toLowerCase()), `${route.method} ${path}`).toBeDefined()
     }
+  })
+
+  it("has paths relative to {base_url}: the one server is PUBLIC_API_BASE, no path repeats /v1", () => {
+    const served = openApiDocumentFor("https://api.example.com/v1") as unknown as Document & {
+      readonly servers: ReadonlyArray<{ readonly url: string }>
+    }
+    expect(served.servers.map((s) => s.url)).toEqual(["https://api.example.com/v1"])
+    expect(Object.keys(served.paths)).toEqual(expect.arrayContaining(["/links", "/links/{id}", "/images", "/usage"]))
+    for (const path of Object.keys(served.paths)) expect(path.startsWith("/v1"), path).toBe(false)
+    expect(routes.length).toBeGreaterThan(10)
+    for (const route of routes) expect(served.paths[toOpenApiPath(route.template)], route.template).toBeDefined()
+  })
+
+  it("has a license and a description for every tag (Redocly's recommended rules)", () => {
+    const full = openApiDocument as unknown as {
+      readonly info: { readonly license?: { readonly name: string } }
+      readonly tags: ReadonlyArray<{ readonly name: string; readonly description?: string }>
+    }
+    expect(full.info.license?.name).toBeTruthy()
+    const used = new Set(
+      Object.values(doc.paths).flatMap((item) =>
+        Object.values(item).flatMap((o) => (o as { readonly tags?: ReadonlyArray<string> }).tags ?? [])
+      )
+    )
+    expect([...used].sort()).toEqual(full.tags.map((t) => t.name).sort())
+    for (const tag of full.tags) expect(tag.description, tag.name).toMatch(/\w{3,}/)
   })
 
   it("documents the Idempotency-Key header on every POST, PATCH and DELETE, and only there", () => {
@@ -119,14 +145,14 @@ describe("OpenAPI document", () => {
         expect(operation.security, `${method} ${path}`).toEqual([{ bearer: [] }])
       }
     }
-    expect(codesOf(op("/v1/links", "post"), "409")).toContain("slug_taken")
-    expect(codesOf(op("/v1/links", "post"), "415")).toEqual(["unsupported_media_type"])
-    expect(codesOf(op("/v1/links/{id}", "patch"), "409")).toContain("link_disabled")
-    expect(codesOf(op("/v1/domains", "post"), "409")).toContain("domain_taken")
-    expect(codesOf(op("/v1/domains/{id}/verify", "post"), "409")).toContain("domain_disabled")
-    expect(codesOf(op("/v1/domains/{id}/disable", "post"), "404")).toContain("not_found")
-    expect(op("/v1/domains", "get").security).toBeDefined()
-    expect(codesOf(op("/v1/links/{id}", "get"), "404")).toEqual(["not_found"])
+    expect(codesOf(op("/links", "post"), "409")).toContain("slug_taken")
+    expect(codesOf(op("/links", "post"), "415")).toEqual(["unsupported_media_type"])
+    expect(codesOf(op("/links/{id}", "patch"), "409")).toContain("link_disabled")
+    expect(codesOf(op("/domains", "post"), "409")).toContain("domain_taken")
+    expect(codesOf(op("/domains/{id}/verify", "post"), "409")).toContain("domain_disabled")
+    expect(codesOf(op("/domains/{id}/disable", "post"), "404")).toContain("not_found")
+    expect(op("/domains", "get").security).toBeDefined()
+    expect(codesOf(op("/links/{id}", "get"), "404")).toEqual(["not_found"])
   })
 
   it("documents 403 quota_exceeded where a plan limit applies: link create, link options, image upload and import, domain registration, snapshot create", () => {
@@ -137,12 +163,12 @@ describe("OpenAPI document", () => {
       }
     }
     expect(withQuota.sort()).toEqual([
-      "patch /v1/links/{id}/options",
-      "post /v1/domains",
-      "post /v1/images",
-      "post /v1/images/url",
-      "post /v1/links",
-      "post /v1/snapshots"
+      "patch /links/{id}/options",
+      "post /domains",
+      "post /images",
+      "post /images/url",
+      "post /links",
+      "post /snapshots"
     ])
     expect(doc.components.schemas.QuotaExceededError.description).toMatch(/quota/)
     expect(doc.components.schemas.RateLimitedError.description).toMatch(/Retry-After/)
@@ -167,12 +193,12 @@ describe("OpenAPI document", () => {
       }
     }
     expect(validated).toEqual(
-      expect.arrayContaining(["post /v1/links", "get /v1/links", "get /v1/links.csv", "get /v1/links/{id}/qr"])
+      expect.arrayContaining(["post /links", "get /links", "get /links.csv", "get /links/{id}/qr"])
     )
-    expect(op("/v1/links/{id}", "get").responses["400"]).toBeUndefined()
-    expect(op("/v1/links/{id}/options", "get").responses["400"]).toBeUndefined()
-    expect(op("/v1/utm-presets/{id}", "get").responses["400"]).toBeUndefined()
-    expect(codesOf(op("/v1/links/{id}", "delete"), "400").sort()).toEqual([
+    expect(op("/links/{id}", "get").responses["400"]).toBeUndefined()
+    expect(op("/links/{id}/options", "get").responses["400"]).toBeUndefined()
+    expect(op("/utm-presets/{id}", "get").responses["400"]).toBeUndefined()
+    expect(codesOf(op("/links/{id}", "delete"), "400").sort()).toEqual([
       "idempotency_key_invalid",
       "idempotency_key_required"
     ])
@@ -180,8 +206,8 @@ describe("OpenAPI document", () => {
 
   it("gives GET /links.csv the search parameters of GET /links except cursor and limit", () => {
     const names = (o: Operation) => (o.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name)
-    expect(names(op("/v1/links.csv", "get")).sort()).toEqual(["created_after", "created_before", "q", "status"])
-    expect(names(op("/v1/links", "get")).sort()).toEqual([
+    expect(names(op("/links.csv", "get")).sort()).toEqual(["created_after", "created_before", "q", "status"])
+    expect(names(op("/links", "get")).sort()).toEqual([
       "created_after",
       "created_before",
       "cursor",
@@ -192,7 +218,7 @@ describe("OpenAPI document", () => {
   })
 
   it("documents created_after and created_before as a date or a date-time", () => {
-    for (const path of ["/v1/links", "/v1/links.csv"]) {
+    for (const path of ["/links", "/links.csv"]) {
       for (const name of ["created_after", "created_before"]) {
         const param = op(path, "get").parameters!.find((p) => p.name === name)!
         expect(param.schema.anyOf, `${path} ${name}`).toEqual([
@@ -234,11 +260,11 @@ describe("OpenAPI document", () => {
       }
     }
     // A replayed 409 is a stored answer of the operation (slug_taken), not of the idempotency check.
-    expect(op("/v1/links", "post").responses["409"].headers["Idempotent-Replayed"]).toEqual(ref("Idempotent-Replayed"))
-    expect(op("/v1/links/{id}", "delete").responses["409"].headers["Idempotent-Replayed"]).toBeUndefined()
+    expect(op("/links", "post").responses["409"].headers["Idempotent-Replayed"]).toEqual(ref("Idempotent-Replayed"))
+    expect(op("/links/{id}", "delete").responses["409"].headers["Idempotent-Replayed"]).toBeUndefined()
     for (const [path, label] of [
-      ["/v1/links.csv", "CSV"],
-      ["/v1/links/{id}/qr", "QR"]
+      ["/links.csv", "CSV"],
+      ["/links/{id}/qr", "QR"]
     ]) {
       expect(op(path, "get").responses["200"].headers["Content-Disposition"], label).toMatchObject({
         required: true,
@@ -285,7 +311,7 @@ describe("OpenAPI document", () => {
   })
 
   it("documents the image endpoints: upload media types, 202, 413/415, the URL import's 422 codes, no scope on /usage", () => {
-    const upload = op("/v1/images", "post")
+    const upload = op("/images", "post")
     expect(Object.keys(upload.requestBody!.content).sort()).toEqual([
       "image/gif",
       "image/jpeg",
@@ -298,7 +324,7 @@ describe("OpenAPI document", () => {
     expect(codesOf(upload, "413")).toEqual(["payload_too_large"])
     expect(codesOf(upload, "415")).toEqual(["unsupported_media_type"])
     expect(codesOf(upload, "403")).toContain("quota_exceeded")
-    expect(codesOf(op("/v1/images/url", "post"), "422").sort()).toEqual([
+    expect(codesOf(op("/images/url", "post"), "422").sort()).toEqual([
       "not_an_image",
       "redirect_not_allowed",
       "source_forbidden",
@@ -306,12 +332,12 @@ describe("OpenAPI document", () => {
       "source_unreachable",
       "url_not_allowed"
     ])
-    expect(Object.keys(op("/v1/images/{id}/rating", "patch").responses)).toEqual(
+    expect(Object.keys(op("/images/{id}/rating", "patch").responses)).toEqual(
       expect.arrayContaining(["200", "202", "404", "409"])
     )
-    expect(codesOf(op("/v1/images/{id}/rating", "patch"), "409")).toContain("image_failed")
-    expect(codesOf(op("/v1/images/{id}", "get"), "404")).toEqual(["not_found"])
-    expect(op("/v1/usage", "get")["x-required-scope"]).toBeUndefined()
+    expect(codesOf(op("/images/{id}/rating", "patch"), "409")).toContain("image_failed")
+    expect(codesOf(op("/images/{id}", "get"), "404")).toEqual(["not_found"])
+    expect(op("/usage", "get")["x-required-scope"]).toBeUndefined()
     const image = doc.components.schemas.Image
     expect(image.required).toEqual(
       expect.arrayContaining(["id", "status", "status_url", "url", "share_url", "mime_type", "content_rating"])
@@ -321,8 +347,8 @@ describe("OpenAPI document", () => {
   })
 
   it("documents the CSV export and the QR download with their media types", () => {
-    expect(Object.keys(op("/v1/links.csv", "get").responses["200"].content!)).toEqual(["text/csv"])
-    expect(Object.keys(op("/v1/links/{id}/qr", "get").responses["200"].content!).sort()).toEqual([
+    expect(Object.keys(op("/links.csv", "get").responses["200"].content!)).toEqual(["text/csv"])
+    expect(Object.keys(op("/links/{id}/qr", "get").responses["200"].content!).sort()).toEqual([
       "image/png",
       "image/svg+xml"
     ])

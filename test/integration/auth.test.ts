@@ -283,8 +283,9 @@ describe("public endpoints", () => {
     expect(r.json.openapi).toMatch(/^3\.1\./)
     expect(r.json.info.version).toBe("1.0.0")
     expect(Object.keys(r.json.paths).some((p) => p.endsWith("/links"))).toBe(true)
-    // servers + a path of the document = the real address: {base_url} is the server plus /v1.
-    expect(r.json.servers).toEqual([{ url: "http://localhost:8080" }])
+    // servers + a path of the document = the real address: the server is {base_url} (PUBLIC_API_BASE).
+    expect(r.json.servers.map((s) => s.url)).toEqual(["http://localhost:8080/v1"])
+    expect(Object.keys(r.json.paths).some((p) => p.startsWith("/v1"))).toBe(false)
   })
 
   it("GET /v1/openapi.json ignores an invalid Authorization header", async () => {
