@@ -534,8 +534,8 @@ describe("UTM presets: OpenAPI document", () => {
     const res = await call<OpenApiBody>(`${t.api}/openapi.json`)
     expect(res.status).toBe(200)
     const doc = res.json
-    const collection = doc.paths["/v1/utm-presets"]
-    const item = doc.paths["/v1/utm-presets/{id}"]
+    const collection = doc.paths["/utm-presets"]
+    const item = doc.paths["/utm-presets/{id}"]
     expect(collection.post["x-required-scope"]).toBe("links:write")
     expect(collection.get["x-required-scope"]).toBe("links:read")
     expect(item.get["x-required-scope"]).toBe("links:read")
