@@ -105,7 +105,13 @@ export const runSnapshotCapture = (options: SnapshotCaptureOptions) =>
     const processJob = (id: string) =>
       Effect.gen(function* () {
         const claimed = yield* jobs.claim(id, options.workerId, options.leaseMs)
-        if (Option.isSome(claimed)) yield* run(claimed.value)
+        if (Option.isNone(claimed)) return
+        if (claimed.value.attempts >= options.maxAttempts) {
+          // Each attempt left its lease to run out: the page stops its worker (a crash, a hang).
+          const reason = `capture_aborted: the capture stopped its worker ${claimed.value.attempts} times`
+          return yield* transactions.withTransaction(jobs.markFailed(id, options.workerId, reason))
+        }
+        yield* run(claimed.value)
       }).pipe(
         Effect.catchAllCause((cause) =>
           Cause.isInterruptedOnly(cause)

@@ -157,6 +157,8 @@ const makeJobs = (sql: PgClient.PgClient, emitting: Effect.Effect.Success<typeof
     Effect.gen(function* () {
       const jobs = yield* sql<{ snapshot_id: string; attempts: number }>`
         UPDATE snapshot_jobs SET lease_owner = ${owner},
+          -- A lease that ran out with an owner: that worker died on it (a clean stop gives it back).
+          attempts = attempts + CASE WHEN lease_owner IS NULL THEN 0 ELSE 1 END,
           lease_until = clock_timestamp() + ${leaseMs} * interval '1 millisecond'
         WHERE snapshot_id = ${id} AND not_before <= clock_timestamp()
           AND (lease_until IS NULL OR lease_until < clock_timestamp())

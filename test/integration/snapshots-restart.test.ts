@@ -126,4 +126,35 @@ describe("stopping the capture worker mid-capture", { timeout: 240_000 }, () => 
     expect(done - killedAt).toBeLessThan(LEASE_MS + 15_000)
     expect((await snapshotOf(id)).capture_status).toBe("captured")
   })
+
+  it("a page whose capture keeps killing its worker ends failed after the attempts, not retried forever", async () => {
+    for (const child of children) child.kill("SIGKILL")
+    await Promise.all([...children].map(stopped))
+    const r = await call<Envelope<Snapshot>>(`${t.api}/snapshots`, {
+      method: "POST",
+      key: acct.key,
+      body: { url: `${site.origin}/page.html` }
+    })
+    const id = expectEnvelope(r, 202).id
+    // Three workers died on it: each left its lease to run out (a clean stop gives it back).
+    const db = new pg.Client({ connectionString: t.databaseUrl })
+    await db.connect()
+    await db.query(
+      `UPDATE snapshot_jobs SET lease_owner = 'gone', lease_until = clock_timestamp() - interval '1 second', attempts = 3
+       WHERE snapshot_id = $1`,
+      [id]
+    )
+    await db.end()
+    await startWorker()
+    // The fourth taking-over counts as the fourth attempt: failed, with a reason.
+    const s = await waitFor(
+      async () => {
+        const now = await snapshotOf(id)
+        return now.capture_status === "failed" ? now : false
+      },
+      { timeoutMs: 60_000, message: "the snapshot to end failed" }
+    )
+    expect(s.failure).toMatch(/^capture_aborted: the capture stopped its worker 4 times/)
+    expect(s.publication_status).toBe("unpublished")
+  })
 })
