@@ -54,6 +54,27 @@ const firstDomain = (rows: ReadonlyArray<unknown>) =>
 /** The advisory lock key of the re-verification sweep (any constant no other lock uses). */
 const SWEEP_LOCK = 0x646f6d61696e73n
 
+type VerifiedHostRow = { id: string; account_id: string; hostname: string; updated_at: Date }
+
+const verifiedHostOfRow = (r: VerifiedHostRow): VerifiedHost => ({
+  id: r.id as DomainId,
+  accountId: r.account_id as AccountId,
+  hostname: r.hostname,
+  updatedAt: r.updated_at
+})
+
+/** Runs the sweep in a transaction holding the sweep's advisory lock; none when another holds it. */
+const sweepingAlone = <A, E, R>(sql: PgClient.PgClient, sweep: Effect.Effect<A, E, R>) =>
+  sql.withTransaction(
+    Effect.gen(function* () {
+      const rows = yield* sql<{
+        locked: boolean
+      }>`SELECT pg_try_advisory_xact_lock(${SWEEP_LOCK.toString()}::bigint) AS locked`
+      if (rows[0]?.locked !== true) return Option.none<A>()
+      return Option.some(yield* sweep)
+    })
+  )
+
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
@@ -126,30 +147,12 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
-  const allVerified = sql<{ id: string; account_id: string; hostname: string; updated_at: Date }>`
+  const allVerified = sql<VerifiedHostRow>`
     SELECT id, account_id, hostname, updated_at FROM domains WHERE state = 'verified'`.pipe(
-    Effect.map((rows) =>
-      rows.map(
-        (r): VerifiedHost => ({
-          id: r.id as DomainId,
-          accountId: r.account_id as AccountId,
-          hostname: r.hostname,
-          updatedAt: r.updated_at
-        })
-      )
-    )
+    Effect.map((rows) => rows.map(verifiedHostOfRow))
   )
 
-  const whileSweeping = <A, E, R>(sweep: Effect.Effect<A, E, R>) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        const rows = yield* sql<{
-          locked: boolean
-        }>`SELECT pg_try_advisory_xact_lock(${SWEEP_LOCK.toString()}::bigint) AS locked`
-        if (rows[0]?.locked !== true) return Option.none<A>()
-        return Option.some(yield* sweep)
-      })
-    )
+  const whileSweeping = <A, E, R>(sweep: Effect.Effect<A, E, R>) => sweepingAlone(sql, sweep)
 
   const dueForRecheck = (checkedBefore: Date, limit: number) =>
     sql`

@@ -92,6 +92,55 @@ export const decodeLinkRecordRow = Schema.decodeUnknown(LinkRecordFromRow)
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
+/** One page of an account's links, newest first, filtered. */
+const searchLinks = (sql: PgClient.PgClient, accountId: AccountId, s: LinkSearch) => {
+  const conditions = [sql`account_id = ${accountId}`]
+  if (s.afterSeq !== undefined) conditions.push(sql`seq < ${s.afterSeq.toString()}`)
+  if (s.q !== undefined && s.q !== "") {
+    const pattern = `%${escapeLike(s.q)}%`
+    conditions.push(sql`(slug ILIKE ${pattern} OR destination_url ILIKE ${pattern})`)
+  }
+  if (s.status !== undefined) conditions.push(sql`status = ${s.status}`)
+  // Compared at the millisecond precision the API shows (created_at is stored in microseconds):
+  // created_after=<a link's created_at> must leave that link out.
+  if (s.createdAfter !== undefined) conditions.push(sql`date_trunc('milliseconds', created_at) > ${s.createdAfter}`)
+  if (s.createdBefore !== undefined) conditions.push(sql`date_trunc('milliseconds', created_at) < ${s.createdBefore}`)
+  return sql`
+    SELECT * FROM links WHERE ${sql.and(conditions)}
+    ORDER BY seq DESC LIMIT ${s.limit}`.pipe(Effect.flatMap(decodeRecords), Effect.orDie)
+}
+
+/** Every link as a LinkSnapshot, `batchSize` at a time, through one server-side cursor; the count. */
+const forEachLinkSnapshot = <E, R>(
+  sql: PgClient.PgClient,
+  batchSize: number,
+  f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
+) =>
+  sql.withTransaction(
+    Effect.gen(function* () {
+      // A cursor of its own transaction: one snapshot, fetched in batches (no ORDER BY: a
+      // sequential scan, and the reader keeps the newest state of a link by itself).
+      // Only what a redirect needs, times as epoch milliseconds (no Date per row).
+      yield* sql`
+        DECLARE all_links NO SCROLL CURSOR FOR
+        SELECT id, account_id AS "accountId", slug, destination_url AS "destinationUrl",
+               status = 'active' AS active, utm,
+               floor(extract(epoch FROM expires_at) * 1000)::float8 AS "expiresAt",
+               floor(extract(epoch FROM updated_at) * 1000)::float8 AS "updatedAt"
+        FROM links`
+      const size = sql.literal(String(Math.max(1, Math.floor(batchSize))))
+      let count = 0
+      while (true) {
+        const rows = yield* sql<LinkSnapshot>`FETCH FORWARD ${size} FROM all_links`
+        if (rows.length === 0) break
+        count += rows.length
+        yield* f(rows)
+      }
+      yield* sql`CLOSE all_links`
+      return count
+    })
+  )
+
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
 
@@ -145,22 +194,7 @@ const make = Effect.gen(function* () {
       Effect.orDie
     )
 
-  const search = (accountId: AccountId, s: LinkSearch) => {
-    const conditions = [sql`account_id = ${accountId}`]
-    if (s.afterSeq !== undefined) conditions.push(sql`seq < ${s.afterSeq.toString()}`)
-    if (s.q !== undefined && s.q !== "") {
-      const pattern = `%${escapeLike(s.q)}%`
-      conditions.push(sql`(slug ILIKE ${pattern} OR destination_url ILIKE ${pattern})`)
-    }
-    if (s.status !== undefined) conditions.push(sql`status = ${s.status}`)
-    // Compared at the millisecond precision the API shows (created_at is stored in microseconds):
-    // created_after=<a link's created_at> must leave that link out.
-    if (s.createdAfter !== undefined) conditions.push(sql`date_trunc('milliseconds', created_at) > ${s.createdAfter}`)
-    if (s.createdBefore !== undefined) conditions.push(sql`date_trunc('milliseconds', created_at) < ${s.createdBefore}`)
-    return sql`
-      SELECT * FROM links WHERE ${sql.and(conditions)}
-      ORDER BY seq DESC LIMIT ${s.limit}`.pipe(Effect.flatMap(decodeRecords), Effect.orDie)
-  }
+  const search = (accountId: AccountId, s: LinkSearch) => searchLinks(sql, accountId, s)
 
   const streamAll = (accountId: AccountId, filter: LinkFilter = {}, pageSize = 500) =>
     Stream.paginateChunkEffect(undefined as bigint | undefined, (afterSeq) =>
@@ -180,31 +214,7 @@ const make = Effect.gen(function* () {
   const forEachSnapshot = <E, R>(
     batchSize: number,
     f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
-  ) =>
-    sql.withTransaction(
-      Effect.gen(function* () {
-        // A cursor of its own transaction: one snapshot, fetched in batches (no ORDER BY: a
-        // sequential scan, and the reader keeps the newest state of a link by itself).
-        // Only what a redirect needs, times as epoch milliseconds (no Date per row).
-        yield* sql`
-          DECLARE all_links NO SCROLL CURSOR FOR
-          SELECT id, account_id AS "accountId", slug, destination_url AS "destinationUrl",
-                 status = 'active' AS active, utm,
-                 floor(extract(epoch FROM expires_at) * 1000)::float8 AS "expiresAt",
-                 floor(extract(epoch FROM updated_at) * 1000)::float8 AS "updatedAt"
-          FROM links`
-        const size = sql.literal(String(Math.max(1, Math.floor(batchSize))))
-        let count = 0
-        while (true) {
-          const rows = yield* sql<LinkSnapshot>`FETCH FORWARD ${size} FROM all_links`
-          if (rows.length === 0) break
-          count += rows.length
-          yield* f(rows)
-        }
-        yield* sql`CLOSE all_links`
-        return count
-      })
-    )
+  ) => forEachLinkSnapshot(sql, batchSize, f)
 
   return LinkRepo.of({
     insert,

@@ -146,6 +146,20 @@ const make = Effect.gen(function* () {
   return { emitting, repo: SnapshotRepo.of({ insert, find, byId, search, inProgressForHost, manifest, withdraw }) }
 })
 
+/** The content-addressed blobs the captures share: known already, and recorded once stored. */
+const blobs = (sql: PgClient.PgClient) => ({
+  blobKnown: (sha256: string) =>
+    sql`SELECT 1 FROM snapshot_blobs WHERE sha256 = ${sha256}`.pipe(
+      Effect.map((rows) => rows.length > 0),
+      Effect.orDie
+    ),
+  blobStored: (sha256: string, bytes: number) =>
+    sql`INSERT INTO snapshot_blobs (sha256, bytes) VALUES (${sha256}, ${bytes}) ON CONFLICT DO NOTHING`.pipe(
+      Effect.asVoid,
+      Effect.orDie
+    )
+})
+
 /** The capture jobs, held by a worker under a lease (`lease_owner` until `lease_until`). */
 const makeJobs = (sql: PgClient.PgClient, emitting: Effect.Effect.Success<typeof make>["emitting"]) => {
   const columns = sql.unsafe(COLUMNS.replace(/(\w+)/g, "s.$1"))
@@ -250,18 +264,6 @@ const makeJobs = (sql: PgClient.PgClient, emitting: Effect.Effect.Success<typeof
       Effect.orDie
     )
 
-  const blobKnown = (sha256: string) =>
-    sql`SELECT 1 FROM snapshot_blobs WHERE sha256 = ${sha256}`.pipe(
-      Effect.map((rows) => rows.length > 0),
-      Effect.orDie
-    )
-
-  const blobStored = (sha256: string, bytes: number) =>
-    sql`INSERT INTO snapshot_blobs (sha256, bytes) VALUES (${sha256}, ${bytes}) ON CONFLICT DO NOTHING`.pipe(
-      Effect.asVoid,
-      Effect.orDie
-    )
-
   return SnapshotJobRepo.of({
     claim,
     due,
@@ -270,8 +272,7 @@ const makeJobs = (sql: PgClient.PgClient, emitting: Effect.Effect.Success<typeof
     retryLater,
     markCaptured,
     markFailed,
-    blobKnown,
-    blobStored
+    ...blobs(sql)
   })
 }
 

@@ -14,12 +14,12 @@ import { type DomainEvent, DomainEventData, domainEventData } from "../../../dom
 import { DomainDisabled, DomainTaken, InvalidInput, NotFound, QuotaExceeded } from "../../../domain/Errors.js"
 import { Topics } from "../../../domain/Events.js"
 import { domainQuota, domainRegistrationRate, quotaDetail } from "../../../domain/Plan.js"
-import { DnsResolver } from "../../../domain/ports/DnsResolver.js"
+import { DnsResolver, type DnsResolverShape } from "../../../domain/ports/DnsResolver.js"
 import { DomainRepo, type DomainRepoShape } from "../../../domain/ports/DomainRepo.js"
-import { Outbox } from "../../../domain/ports/Outbox.js"
+import { Outbox, type OutboxShape } from "../../../domain/ports/Outbox.js"
 import { AppConfig, type AppConfigShape } from "../../../infra/AppConfig.js"
 import { newId, newSecret } from "../../../infra/Ids.js"
-import { Plans } from "../../../infra/Plans.js"
+import { Plans, type PlansShape } from "../../../infra/Plans.js"
 
 const DAY_MS = 86_400_000
 
@@ -52,6 +52,147 @@ const changeOf = (d: Domain, patch: Partial<DomainChange>): DomainChange => ({
   ...patch
 })
 
+/** The ports the use cases below need. */
+interface Ports {
+  readonly repo: DomainRepoShape
+  readonly dns: DnsResolverShape
+  readonly outbox: OutboxShape
+  readonly plans: PlansShape
+}
+
+const append = (outbox: OutboxShape, type: DomainEvent["type"], d: Domain) =>
+  outbox.appendEvent(DomainEventData, Topics.domains, d.id, type, d.accountId, domainEventData(d))
+
+/** The plan's custom_domains and domain_registrations_per_day; Unmetered Partner Keys skip both. */
+const checkPlan = ({ plans, repo }: Ports, principal: Principal, now: number) =>
+  Effect.gen(function* () {
+    const plan = plans.limits(principal.plan)
+    const count = domainQuota(plan, principal.unmetered)
+    const rate = domainRegistrationRate(plan, principal.unmetered)
+    if (count === null && rate === null) return
+    // Concurrent registrations of one account wait here, so the counts below hold.
+    yield* repo.lockAccount(principal.accountId)
+    if (count !== null) {
+      const active = yield* repo.countActive(principal.accountId)
+      if (active >= count) {
+        return yield* new QuotaExceeded({
+          message: `The plan's custom domain limit is reached (plan ${principal.plan}); disable one to register another.`,
+          detail: quotaDetail("custom_domains", active, count)
+        })
+      }
+    }
+    if (rate !== null) {
+      const recent = yield* repo.countRegisteredSince(principal.accountId, new Date(now - DAY_MS))
+      if (recent >= rate) {
+        return yield* new QuotaExceeded({
+          message: `The plan's custom domain registration rate is reached (plan ${principal.plan}, 24 hours).`,
+          detail: quotaDetail("domain_registrations_per_day", recent, rate)
+        })
+      }
+    }
+  })
+
+/** Registers a (normalized, allowed) hostname with a fresh token, within the plan. */
+const registerDomain = (ports: Ports, own: ReadonlyArray<string>, principal: Principal, hostname: string) =>
+  Effect.gen(function* () {
+    const normal = normalizeHostname(hostname, own)
+    if (Either.isLeft(normal)) {
+      return yield* new InvalidInput({ message: "The hostname is not allowed.", detail: hostnameDetail(normal.left) })
+    }
+    yield* checkPlan(ports, principal, yield* Clock.currentTimeMillis)
+    const inserted = yield* ports.repo.insert({
+      id: DomainId.make(newId("dom")),
+      accountId: principal.accountId,
+      hostname: normal.right,
+      state: "pending",
+      // A fresh token per registration: a record left in DNS from an earlier one proves nothing.
+      token: `shortlinks-verify=${newSecret()}`,
+      lastError: null,
+      lastCheckedAt: null,
+      verifiedAt: null,
+      proofMissingSince: null
+    })
+    if (Option.isNone(inserted)) {
+      return yield* new DomainTaken({
+        message: "That hostname is already registered.",
+        detail: `hostname: '${normal.right}' is registered and not disabled`
+      })
+    }
+    yield* append(ports.outbox, "domain.registered", inserted.value)
+    return inserted.value
+  })
+
+/** Looks the proof up: null when found, else what was found instead (`last_error`). */
+const lookProof = (dns: DnsResolverShape, d: Domain) =>
+  Effect.map(dns.txt(recordName(d.hostname)), (found) => proofError(found, d.token))
+
+/** Checks the proof of the caller's (locked) domain now and records the outcome. */
+const verifyDomain = ({ dns, outbox, repo }: Ports, principal: Principal, id: string) =>
+  Effect.gen(function* () {
+    const current = yield* owned(repo, principal, id, true)
+    if (current.state === "disabled") {
+      return yield* new DomainDisabled({
+        message: "A disabled domain cannot be verified; register the hostname again (with a new token)."
+      })
+    }
+    const error = yield* lookProof(dns, current)
+    const now = new Date(yield* Clock.currentTimeMillis)
+    if (error === null) {
+      const d = yield* repo.update(
+        current.id,
+        changeOf(current, {
+          state: "verified",
+          lastError: null,
+          lastCheckedAt: now,
+          verifiedAt: current.state === "verified" ? current.verifiedAt : now,
+          proofMissingSince: null
+        })
+      )
+      if (current.state !== "verified") yield* append(outbox, "domain.verified", d)
+      return d
+    }
+    // A verified domain stays verified until the sweep's grace period has passed.
+    const d = yield* repo.update(
+      current.id,
+      changeOf(current, {
+        lastError: error,
+        lastCheckedAt: now,
+        proofMissingSince: current.state === "verified" ? (current.proofMissingSince ?? now) : null
+      })
+    )
+    if (current.state === "pending") yield* append(outbox, "domain.verification_failed", d)
+    return d
+  })
+
+/**
+ * Re-verification of one verified domain (the sweep, which locked it): found, the check is
+ * recorded; missing, since when is recorded, and past `graceMs` it goes back to pending.
+ */
+const recheckDomain = ({ dns, outbox, repo }: Ports, current: Domain, graceMs: number) =>
+  Effect.gen(function* () {
+    const error = yield* lookProof(dns, current)
+    const now = new Date(yield* Clock.currentTimeMillis)
+    if (error === null) {
+      return yield* repo.update(
+        current.id,
+        changeOf(current, { lastError: null, lastCheckedAt: now, proofMissingSince: null })
+      )
+    }
+    const since = current.proofMissingSince ?? now
+    if (now.getTime() - since.getTime() < graceMs) {
+      return yield* repo.update(
+        current.id,
+        changeOf(current, { lastError: error, lastCheckedAt: now, proofMissingSince: since })
+      )
+    }
+    const d = yield* repo.update(
+      current.id,
+      changeOf(current, { state: "pending", lastError: error, lastCheckedAt: now, proofMissingSince: since })
+    )
+    yield* append(outbox, "domain.unverified", d)
+    return d
+  })
+
 /**
  * Custom domains: registration with a DNS TXT proof, verification, re-verification and
  * disabling; the hosts a link answers on. Like Links, no method opens a transaction: the
@@ -60,73 +201,20 @@ const changeOf = (d: Domain, patch: Partial<DomainChange>): DomainChange => ({
  */
 export class Domains extends Effect.Service<Domains>()("Domains", {
   effect: Effect.gen(function* () {
-    const repo = yield* DomainRepo
-    const dns = yield* DnsResolver
-    const outbox = yield* Outbox
-    const plans = yield* Plans
+    const ports: Ports = {
+      repo: yield* DomainRepo,
+      dns: yield* DnsResolver,
+      outbox: yield* Outbox,
+      plans: yield* Plans
+    }
+    const { outbox, repo } = ports
     const config = yield* AppConfig
     const own = ownHostnames(config)
     const scheme = new URL(config.shortBase).protocol
 
-    const append = (type: DomainEvent["type"], d: Domain) =>
-      outbox.appendEvent(DomainEventData, Topics.domains, d.id, type, d.accountId, domainEventData(d))
-
-    /** The plan's custom_domains and domain_registrations_per_day; Unmetered Partner Keys skip both. */
-    const checkPlan = (principal: Principal, now: number) =>
-      Effect.gen(function* () {
-        const plan = plans.limits(principal.plan)
-        const count = domainQuota(plan, principal.unmetered)
-        const rate = domainRegistrationRate(plan, principal.unmetered)
-        if (count === null && rate === null) return
-        // Concurrent registrations of one account wait here, so the counts below hold.
-        yield* repo.lockAccount(principal.accountId)
-        if (count !== null) {
-          const active = yield* repo.countActive(principal.accountId)
-          if (active >= count) {
-            return yield* new QuotaExceeded({
-              message: `The plan's custom domain limit is reached (plan ${principal.plan}); disable one to register another.`,
-              detail: quotaDetail("custom_domains", active, count)
-            })
-          }
-        }
-        if (rate !== null) {
-          const recent = yield* repo.countRegisteredSince(principal.accountId, new Date(now - DAY_MS))
-          if (recent >= rate) {
-            return yield* new QuotaExceeded({
-              message: `The plan's custom domain registration rate is reached (plan ${principal.plan}, 24 hours).`,
-              detail: quotaDetail("domain_registrations_per_day", recent, rate)
-            })
-          }
-        }
-      })
-
-    const register = Effect.fn("Domains.register")(function* (principal: Principal, hostname: string) {
-      const normal = normalizeHostname(hostname, own)
-      if (Either.isLeft(normal)) {
-        return yield* new InvalidInput({ message: "The hostname is not allowed.", detail: hostnameDetail(normal.left) })
-      }
-      yield* checkPlan(principal, yield* Clock.currentTimeMillis)
-      const inserted = yield* repo.insert({
-        id: DomainId.make(newId("dom")),
-        accountId: principal.accountId,
-        hostname: normal.right,
-        state: "pending",
-        // A fresh token per registration: a record left in DNS from an earlier one proves nothing.
-        token: `shortlinks-verify=${newSecret()}`,
-        lastError: null,
-        lastCheckedAt: null,
-        verifiedAt: null,
-        proofMissingSince: null
-      })
-      if (Option.isNone(inserted)) {
-        return yield* new DomainTaken({
-          message: "That hostname is already registered.",
-          detail: `hostname: '${normal.right}' is registered and not disabled`
-        })
-      }
-      yield* append("domain.registered", inserted.value)
-      return inserted.value
-    })
+    const register = Effect.fn("Domains.register")((principal: Principal, hostname: string) =>
+      registerDomain(ports, own, principal, hostname)
+    )
 
     const get = Effect.fn("Domains.get")((principal: Principal, id: string) => owned(repo, principal, id))
 
@@ -135,81 +223,20 @@ export class Domains extends Effect.Service<Domains>()("Domains", {
         repo.list(principal.accountId, page)
     )
 
-    /** Looks the proof up: null when found, else what was found instead (`last_error`). */
-    const lookProof = (d: Domain) => Effect.map(dns.txt(recordName(d.hostname)), (found) => proofError(found, d.token))
-
-    const verify = Effect.fn("Domains.verify")(function* (principal: Principal, id: string) {
-      const current = yield* owned(repo, principal, id, true)
-      if (current.state === "disabled") {
-        return yield* new DomainDisabled({
-          message: "A disabled domain cannot be verified; register the hostname again (with a new token)."
-        })
-      }
-      const error = yield* lookProof(current)
-      const now = new Date(yield* Clock.currentTimeMillis)
-      if (error === null) {
-        const d = yield* repo.update(
-          current.id,
-          changeOf(current, {
-            state: "verified",
-            lastError: null,
-            lastCheckedAt: now,
-            verifiedAt: current.state === "verified" ? current.verifiedAt : now,
-            proofMissingSince: null
-          })
-        )
-        if (current.state !== "verified") yield* append("domain.verified", d)
-        return d
-      }
-      // A verified domain stays verified until the sweep's grace period has passed.
-      const d = yield* repo.update(
-        current.id,
-        changeOf(current, {
-          lastError: error,
-          lastCheckedAt: now,
-          proofMissingSince: current.state === "verified" ? (current.proofMissingSince ?? now) : null
-        })
-      )
-      if (current.state === "pending") yield* append("domain.verification_failed", d)
-      return d
-    })
+    const verify = Effect.fn("Domains.verify")((principal: Principal, id: string) => verifyDomain(ports, principal, id))
 
     const disable = Effect.fn("Domains.disable")(function* (principal: Principal, id: string) {
       const current = yield* owned(repo, principal, id, true)
       // Disabling twice is not an error (and no new event).
       if (current.state === "disabled") return current
       const d = yield* repo.update(current.id, changeOf(current, { state: "disabled" }))
-      yield* append("domain.disabled", d)
+      yield* append(outbox, "domain.disabled", d)
       return d
     })
 
-    /**
-     * Re-verification of one verified domain (the sweep, which locked it): found, the check is
-     * recorded; missing, since when is recorded, and past `graceMs` it goes back to pending.
-     */
-    const recheck = Effect.fn("Domains.recheck")(function* (current: Domain, graceMs: number) {
-      const error = yield* lookProof(current)
-      const now = new Date(yield* Clock.currentTimeMillis)
-      if (error === null) {
-        return yield* repo.update(
-          current.id,
-          changeOf(current, { lastError: null, lastCheckedAt: now, proofMissingSince: null })
-        )
-      }
-      const since = current.proofMissingSince ?? now
-      if (now.getTime() - since.getTime() < graceMs) {
-        return yield* repo.update(
-          current.id,
-          changeOf(current, { lastError: error, lastCheckedAt: now, proofMissingSince: since })
-        )
-      }
-      const d = yield* repo.update(
-        current.id,
-        changeOf(current, { state: "pending", lastError: error, lastCheckedAt: now, proofMissingSince: since })
-      )
-      yield* append("domain.unverified", d)
-      return d
-    })
+    const recheck = Effect.fn("Domains.recheck")((current: Domain, graceMs: number) =>
+      recheckDomain(ports, current, graceMs)
+    )
 
     /** The bases of the account's verified domains (`{scheme}//{hostname}`): a link's other short URLs. */
     const linkBases = Effect.fn("Domains.linkBases")(function* (principal: Principal) {

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto"
 import { Data, Effect } from "effect"
-import { BlobStore } from "../../../domain/ports/BlobStore.js"
+import { BlobStore, type BlobStoreShape } from "../../../domain/ports/BlobStore.js"
 import { type FetchError, type FetchedResponse, SafeFetcher } from "../../../domain/ports/SafeFetcher.js"
-import { type CaptureResult, SnapshotJobRepo } from "../../../domain/ports/SnapshotRepo.js"
+import { type CaptureResult, SnapshotJobRepo, type SnapshotJobRepoShape } from "../../../domain/ports/SnapshotRepo.js"
 import {
   type ManifestEntry,
   SNAPSHOT_BUDGET,
@@ -82,6 +82,24 @@ const entryOf = (f: Fetched, servedSha256: string): ManifestEntry => ({
   servedSha256,
   headers: Object.fromEntries(KEPT_HEADERS.flatMap((h) => (f.response.headers[h] ? [[h, f.response.headers[h]!]] : [])))
 })
+
+/** Stores each blob by its SHA-256 once: one already known (an earlier capture's) is not written again. */
+const storeOnce = (
+  jobs: SnapshotJobRepoShape,
+  blobs: BlobStoreShape,
+  toStore: ReadonlyMap<string, { readonly bytes: Uint8Array; readonly type: string }>,
+  concurrency: number
+) =>
+  Effect.forEach(
+    toStore,
+    ([sha, { bytes, type }]) =>
+      Effect.gen(function* () {
+        if (yield* jobs.blobKnown(sha)) return
+        yield* blobs.put(snapshotBlobKey(sha), bytes, type)
+        yield* jobs.blobStored(sha, bytes.length)
+      }),
+    { concurrency, discard: true }
+  )
 
 /**
  * One capture: the page through the SSRF-safe fetcher (HTML up to the budget's bytes), then
@@ -189,16 +207,7 @@ export const capturePage = (url: string, budget: CaptureBudget = SNAPSHOT_BUDGET
       pageServedSha = sha256(served)
       toStore.set(pageServedSha, { bytes: served, type: "text/html; charset=utf-8" })
     }
-    yield* Effect.forEach(
-      toStore,
-      ([sha, { bytes, type }]) =>
-        Effect.gen(function* () {
-          if (yield* jobs.blobKnown(sha)) return
-          yield* blobs.put(snapshotBlobKey(sha), bytes, type)
-          yield* jobs.blobStored(sha, bytes.length)
-        }),
-      { concurrency: budget.concurrency, discard: true }
-    )
+    yield* storeOnce(jobs, blobs, toStore, budget.concurrency)
 
     const pageEntry = entryOf({ url, response: page, sha256: pageSha, css: undefined }, pageServedSha)
     return {
