@@ -93,6 +93,118 @@ const joinHeaders = (headers: http.IncomingHttpHeaders): Record<string, string> 
 const errorCode = (e: unknown) =>
   typeof e === "object" && e !== null && "code" in e ? String((e as { code: unknown }).code) : String(e)
 
+/** One connection attempt to one checked address of `target`: a redirect, or the whole answer. */
+const attempt = (
+  target: Target,
+  address: { readonly address: string; readonly family: 4 | 6 },
+  options: Required<FetchOptions>,
+  connectTimeoutMs: number
+): Effect.Effect<Hop, AttemptError> =>
+  Effect.async((resume) => {
+    const { url } = target
+    const tls = url.protocol === "https:"
+    let settled = false
+    // Once a response has started, a failure is final: part of it may have been read.
+    let responded = false
+    let connectTimer: NodeJS.Timeout | undefined
+    const settle = (result: Effect.Effect<Hop, AttemptError>) => {
+      if (settled) return
+      settled = true
+      clearTimeout(connectTimer)
+      req.destroy()
+      resume(result)
+    }
+    // The name was resolved and checked once; the socket goes to that address, whatever
+    // the name resolves to now. Node asks for a list when it races address families.
+    const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
+      if (lookupOptions.all) callback(null, [{ address: address.address, family: address.family }])
+      else callback(null, address.address, address.family)
+    }
+    const req = (tls ? https : http).request({
+      protocol: url.protocol,
+      host: url.hostname.replace(/^\[|\]$/g, ""),
+      port: effectivePort(url),
+      path: `${url.pathname}${url.search}`,
+      method: "GET",
+      agent: false,
+      lookup: pinned,
+      headers: {
+        host: url.host,
+        accept: options.accept,
+        "accept-encoding": "identity",
+        "user-agent": USER_AGENT,
+        connection: "close"
+      }
+    })
+    req.on("socket", (socket: Socket) => {
+      connectTimer = setTimeout(
+        () => settle(Effect.fail(new Transient({ reason: `connect to ${url.host} timed out` }))),
+        connectTimeoutMs
+      )
+      socket.once(tls ? "secureConnect" : "connect", () => clearTimeout(connectTimer))
+    })
+    req.on("error", (e) => {
+      const code = errorCode(e)
+      const reason = `${url.host}: ${code}`
+      const transient = !responded && (code === "ECONNRESET" || code === "EPIPE")
+      settle(Effect.fail(transient ? new Transient({ reason }) : new SourceUnreachable({ reason })))
+    })
+    req.on("response", (res) => {
+      responded = true
+      res.on("error", (e) => settle(Effect.fail(new SourceUnreachable({ reason: `${url.host}: ${errorCode(e)}` }))))
+      const status = res.statusCode ?? 0
+      const location = res.headers.location
+      if (REDIRECTS.has(status) && location !== undefined) return settle(Effect.succeed({ _tag: "Redirect", location }))
+      if (status === 403) return settle(Effect.fail(new SourceForbidden({ url: url.href })))
+      if (status >= 500) return settle(Effect.fail(new Transient({ reason: `${url.host} answered ${status}` })))
+      if (status < 200 || status > 299) return settle(Effect.fail(new SourceRejected({ status })))
+      const declared = Number(res.headers["content-length"])
+      if (Number.isFinite(declared) && declared > options.maxBytes) {
+        return settle(Effect.fail(new SourceTooLarge({ limit: options.maxBytes })))
+      }
+      const chunks: Array<Buffer> = []
+      let size = 0
+      res.on("data", (chunk: Buffer) => {
+        size += chunk.length
+        if (size > options.maxBytes) return settle(Effect.fail(new SourceTooLarge({ limit: options.maxBytes })))
+        chunks.push(chunk)
+      })
+      res.on("end", () => {
+        if (res.complete) {
+          // A fresh array of its own: Buffer.concat may hand out a slice of Node's shared pool.
+          const body = new Uint8Array(size)
+          let offset = 0
+          for (const chunk of chunks) {
+            body.set(chunk, offset)
+            offset += chunk.length
+          }
+          settle(
+            Effect.succeed({
+              _tag: "Done",
+              response: {
+                finalUrl: withoutHash(url),
+                status,
+                headers: joinHeaders(res.headers),
+                body
+              }
+            })
+          )
+        }
+      })
+      res.on("close", () =>
+        settle(
+          Effect.fail(new SourceUnreachable({ reason: `${url.host} closed the connection before the body ended` }))
+        )
+      )
+    })
+    req.end()
+    return Effect.sync(() => {
+      settled = true
+      clearTimeout(connectTimer)
+      req.destroy()
+    })
+  })
+
 const make = (options: SafeFetcherOptions): SafeFetcherService => {
   const allowLoopback = options.allowLoopback ?? false
   const ownHosts = parseOwnHosts(options.ownHosts ?? [])
@@ -146,121 +258,12 @@ const make = (options: SafeFetcherOptions): SafeFetcherService => {
       return { url, addresses }
     })
 
-  const attempt = (
-    target: Target,
-    address: { readonly address: string; readonly family: 4 | 6 },
-    options: Required<FetchOptions>
-  ): Effect.Effect<Hop, AttemptError> =>
-    Effect.async((resume) => {
-      const { url } = target
-      const tls = url.protocol === "https:"
-      let settled = false
-      // Once a response has started, a failure is final: part of it may have been read.
-      let responded = false
-      let connectTimer: NodeJS.Timeout | undefined
-      const settle = (result: Effect.Effect<Hop, AttemptError>) => {
-        if (settled) return
-        settled = true
-        clearTimeout(connectTimer)
-        req.destroy()
-        resume(result)
-      }
-      // The name was resolved and checked once; the socket goes to that address, whatever
-      // the name resolves to now. Node asks for a list when it races address families.
-      const pinned: LookupFunction = (_hostname, lookupOptions, callback) => {
-        if (lookupOptions.all) callback(null, [{ address: address.address, family: address.family }])
-        else callback(null, address.address, address.family)
-      }
-      const req = (tls ? https : http).request({
-        protocol: url.protocol,
-        host: url.hostname.replace(/^\[|\]$/g, ""),
-        port: effectivePort(url),
-        path: `${url.pathname}${url.search}`,
-        method: "GET",
-        agent: false,
-        lookup: pinned,
-        headers: {
-          host: url.host,
-          accept: options.accept,
-          "accept-encoding": "identity",
-          "user-agent": USER_AGENT,
-          connection: "close"
-        }
-      })
-      req.on("socket", (socket: Socket) => {
-        connectTimer = setTimeout(
-          () => settle(Effect.fail(new Transient({ reason: `connect to ${url.host} timed out` }))),
-          connectTimeoutMs
-        )
-        socket.once(tls ? "secureConnect" : "connect", () => clearTimeout(connectTimer))
-      })
-      req.on("error", (e) => {
-        const code = errorCode(e)
-        const reason = `${url.host}: ${code}`
-        const transient = !responded && (code === "ECONNRESET" || code === "EPIPE")
-        settle(Effect.fail(transient ? new Transient({ reason }) : new SourceUnreachable({ reason })))
-      })
-      req.on("response", (res) => {
-        responded = true
-        res.on("error", (e) => settle(Effect.fail(new SourceUnreachable({ reason: `${url.host}: ${errorCode(e)}` }))))
-        const status = res.statusCode ?? 0
-        const location = res.headers.location
-        if (REDIRECTS.has(status) && location !== undefined)
-          return settle(Effect.succeed({ _tag: "Redirect", location }))
-        if (status === 403) return settle(Effect.fail(new SourceForbidden({ url: url.href })))
-        if (status >= 500) return settle(Effect.fail(new Transient({ reason: `${url.host} answered ${status}` })))
-        if (status < 200 || status > 299) return settle(Effect.fail(new SourceRejected({ status })))
-        const declared = Number(res.headers["content-length"])
-        if (Number.isFinite(declared) && declared > options.maxBytes) {
-          return settle(Effect.fail(new SourceTooLarge({ limit: options.maxBytes })))
-        }
-        const chunks: Array<Buffer> = []
-        let size = 0
-        res.on("data", (chunk: Buffer) => {
-          size += chunk.length
-          if (size > options.maxBytes) return settle(Effect.fail(new SourceTooLarge({ limit: options.maxBytes })))
-          chunks.push(chunk)
-        })
-        res.on("end", () => {
-          if (res.complete) {
-            // A fresh array of its own: Buffer.concat may hand out a slice of Node's shared pool.
-            const body = new Uint8Array(size)
-            let offset = 0
-            for (const chunk of chunks) {
-              body.set(chunk, offset)
-              offset += chunk.length
-            }
-            settle(
-              Effect.succeed({
-                _tag: "Done",
-                response: {
-                  finalUrl: withoutHash(url),
-                  status,
-                  headers: joinHeaders(res.headers),
-                  body
-                }
-              })
-            )
-          }
-        })
-        res.on("close", () =>
-          settle(
-            Effect.fail(new SourceUnreachable({ reason: `${url.host} closed the connection before the body ended` }))
-          )
-        )
-      })
-      req.end()
-      return Effect.sync(() => {
-        settled = true
-        clearTimeout(connectTimer)
-        req.destroy()
-      })
-    })
-
   // Retries reuse the checked addresses, rotating through them.
   const request = (target: Target, options: Required<FetchOptions>) => {
     let n = 0
-    return Effect.suspend(() => attempt(target, target.addresses[n++ % target.addresses.length]!, options)).pipe(
+    return Effect.suspend(() =>
+      attempt(target, target.addresses[n++ % target.addresses.length]!, options, connectTimeoutMs)
+    ).pipe(
       Effect.retry({
         times: retries,
         schedule: Schedule.exponential(retryDelay),

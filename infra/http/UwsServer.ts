@@ -1,0 +1,286 @@
+import type * as Uws from "uWebSockets.js"
+import { Effect } from "effect"
+import { type HttpDeadlines, MAX_HEADER_BYTES } from "./ClientErrors.js"
+import { contentLength, HttpServerError, INTERNAL_ERROR } from "./EngineShared.js"
+import type { DeferredAnswer, HttpExchange, ServeOptions } from "./HttpServer.js"
+import { ipText } from "./IpText.js"
+
+export type UwsModule = typeof Uws
+
+const STATUS_LINES: Record<number, string> = {
+  200: "200 OK",
+  202: "202 Accepted",
+  204: "204 No Content",
+  301: "301 Moved Permanently",
+  302: "302 Found",
+  303: "303 See Other",
+  304: "304 Not Modified",
+  400: "400 Bad Request",
+  404: "404 Not Found",
+  405: "405 Method Not Allowed",
+  408: "408 Request Timeout",
+  413: "413 Content Too Large",
+  415: "415 Unsupported Media Type",
+  429: "429 Too Many Requests",
+  431: "431 Request Header Fields Too Large",
+  500: "500 Internal Server Error",
+  503: "503 Service Unavailable"
+}
+
+const TIMED_OUT = "The request did not arrive in time; the connection is closed.\n"
+const TOO_LARGE = `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes.\n`
+
+/** What a server's exchanges share: answers close their connection once it is stopping. */
+interface ServerState {
+  closing: boolean
+  /** A body must have arrived this long after its request (HTTP_REQUEST_TIMEOUT_MS). */
+  readonly requestTimeoutMs: number
+  /** Deferred answers not yet ended or aborted: a close waits for them (up to drainMs). */
+  pending: number
+}
+
+/**
+ * Ends a uWS response. This uWS build sends a body on HEAD if given one, and
+ * endWithoutBody(n) with n > 0 (or any explicit first argument but a number) never completes
+ * the response unless it also closes the connection: a kept-alive HEAD answer writes its
+ * Content-Length itself and calls endWithoutBody() without arguments.
+ */
+const uwsEnd = (res: Uws.HttpResponse, isHead: boolean, body: string | Uint8Array, close: boolean) => {
+  if (!isHead) res.end(body, close)
+  else {
+    const length = contentLength(body)
+    if (length === 0 || close) res.endWithoutBody(length, close)
+    else res.writeHeader("Content-Length", String(length)).endWithoutBody()
+  }
+}
+
+/** Ends a uWS response that has no body (204, 304); one that closes says Content-Length: 0. */
+const uwsEndEmpty = (res: Uws.HttpResponse, close: boolean) => {
+  if (close) res.endWithoutBody(0, true)
+  else res.endWithoutBody()
+}
+
+/** The exchange of the uWebSockets.js engine: one object per server, refilled per request. */
+class UwsExchange implements HttpExchange {
+  method = ""
+  path = ""
+  isHead = false
+  /** Ended, or handed over to a deferred answer. */
+  ended = false
+  res!: Uws.HttpResponse
+  req!: Uws.HttpRequest
+  constructor(readonly state: ServerState) {}
+
+  header(name: string): string {
+    return this.req.getHeader(name)
+  }
+  query(): string {
+    return this.req.getQuery() ?? ""
+  }
+  writeHeader(name: string, value: string): this {
+    this.res.writeHeader(name, value)
+    return this
+  }
+  remoteAddress(): string {
+    // The binary form and our own formatting cost about half of the text form plus decoding.
+    return ipText(new Uint8Array(this.res.getRemoteAddress()))
+  }
+  remoteAddressRaw(): ArrayBuffer {
+    return this.res.getRemoteAddress()
+  }
+  writeStatus(code: number): this {
+    this.res.writeStatus(STATUS_LINES[code] ?? String(code))
+    return this
+  }
+  end(body: string | Uint8Array): void {
+    uwsEnd(this.res, this.isHead, body, this.state.closing)
+    this.ended = true
+  }
+  endWithoutBody(): void {
+    uwsEndEmpty(this.res, this.state.closing)
+    this.ended = true
+  }
+  defer(): DeferredAnswer {
+    this.ended = true
+    return new UwsDeferred(this.res, this.isHead, this.state)
+  }
+  readBody(maxBytes: number) {
+    const declared = this.req.getHeader("content-length")
+    const answer = this.defer() as UwsDeferred
+    if (declared !== "" && !(Number(declared) <= maxBytes)) {
+      answer.closeAfter = true
+      return { answer, body: Promise.resolve(undefined) }
+    }
+    const body = new Promise<Uint8Array | undefined>((resolve) => {
+      const chunks: Array<Buffer> = []
+      let size = 0
+      let done = false
+      // A body that does not arrive in time: 408 and the connection closed; the caller's own
+      // answer to the undefined body is then ignored.
+      const deadline = setTimeout(() => {
+        if (done) return
+        done = true
+        answer.closeAfter = true
+        answer.writeStatus(408).writeHeader("Content-Type", "text/plain; charset=utf-8").end(TIMED_OUT)
+        resolve(undefined)
+      }, this.state.requestTimeoutMs)
+      answer.onAbort = () => {
+        clearTimeout(deadline)
+        resolve(undefined)
+      }
+      this.res.onData((chunk, isLast) => {
+        if (done) return
+        size += chunk.byteLength
+        if (size > maxBytes) {
+          done = true
+          clearTimeout(deadline)
+          answer.closeAfter = true
+          return resolve(undefined)
+        }
+        // The chunk is neutered when this callback returns: copy it.
+        if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk)))
+        if (isLast) {
+          done = true
+          clearTimeout(deadline)
+          resolve(Buffer.concat(chunks, size))
+        }
+      })
+    })
+    return { answer, body }
+  }
+}
+
+/** A uWS answer given later: headers are buffered, then written and ended in one cork. */
+class UwsDeferred implements DeferredAnswer {
+  aborted = false
+  closeAfter = false
+  onAbort: (() => void) | undefined
+  private done = false
+  private status = "200 OK"
+  private readonly headers: Array<string> = []
+  constructor(
+    private readonly res: Uws.HttpResponse,
+    private readonly isHead: boolean,
+    private readonly state: ServerState
+  ) {
+    state.pending++
+    // Without an abort handler uWS terminates the process when the handler returns.
+    res.onAborted(() => {
+      this.aborted = true
+      this.settle()
+      this.onAbort?.()
+    })
+  }
+  private settle() {
+    if (this.done) return
+    this.done = true
+    this.state.pending--
+  }
+  writeStatus(code: number): this {
+    this.status = STATUS_LINES[code] ?? String(code)
+    return this
+  }
+  writeHeader(name: string, value: string): this {
+    this.headers.push(name, value)
+    return this
+  }
+  private finish(write: (res: Uws.HttpResponse, close: boolean) => void) {
+    if (this.aborted || this.done) return
+    this.settle()
+    const close = this.closeAfter || this.state.closing
+    this.res.cork(() => {
+      this.res.writeStatus(this.status)
+      for (let i = 0; i < this.headers.length; i += 2) this.res.writeHeader(this.headers[i]!, this.headers[i + 1]!)
+      write(this.res, close)
+    })
+  }
+  end(body: string | Uint8Array): void {
+    this.finish((res, close) => uwsEnd(res, this.isHead, body, close))
+  }
+  endWithoutBody(): void {
+    this.finish(uwsEndEmpty)
+  }
+}
+
+/** Waits until no deferred answer is pending, or `ms` passed. */
+const drainPending = (state: ServerState, ms: number) =>
+  Effect.promise(async () => {
+    const until = Date.now() + ms
+    while (state.pending > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10))
+  })
+
+export const serveUws = (uws: UwsModule, options: ServeOptions, deadlines: HttpDeadlines) =>
+  Effect.acquireRelease(
+    Effect.async<{ socket: Uws.us_listen_socket; state: ServerState; port: number }, HttpServerError>((resume) => {
+      const state: ServerState = { closing: false, pending: 0, requestTimeoutMs: deadlines.requestTimeoutMs }
+      const exchange = new UwsExchange(state)
+      const app = uws.App()
+      app.any("/*", (res, req) => {
+        exchange.res = res
+        exchange.req = req
+        exchange.ended = false
+        const method = req.getCaseSensitiveMethod()
+        exchange.method = method
+        exchange.isHead = method === "HEAD"
+        exchange.path = req.getUrl()
+        // uWebSockets.js takes request lines far beyond node's 16 KiB: the same limit here.
+        if (exchange.path.length > MAX_HEADER_BYTES) {
+          res.cork(() => {
+            res.writeStatus(STATUS_LINES[431]!).writeHeader("Content-Type", "text/plain; charset=utf-8")
+            res.end(TOO_LARGE, true)
+          })
+          return
+        }
+        try {
+          options.handler(exchange)
+        } catch (error) {
+          options.onError(error)
+        }
+        // Unanswered (it threw, or forgot): uWS aborts the process on a dangling response.
+        if (!exchange.ended) {
+          try {
+            exchange.writeStatus(500).writeHeader("Content-Type", "text/plain").end(INTERNAL_ERROR)
+          } catch {
+            res.close()
+          }
+        }
+      })
+      // uSockets shares ports by default: without the exclusive flag a second process on a
+      // used port would start silently and take part of the traffic.
+      const LIBUS_LISTEN_DEFAULT = 0
+      const LIBUS_LISTEN_EXCLUSIVE_PORT = 1
+      const flags = options.reusePort === true ? LIBUS_LISTEN_DEFAULT : LIBUS_LISTEN_EXCLUSIVE_PORT
+      const listen = app.listen as unknown as (
+        host: string,
+        port: number,
+        flags: number,
+        cb: (socket: Uws.us_listen_socket | false) => void
+      ) => void
+      listen.call(app, options.host, options.port, flags, (socket) => {
+        if (socket === false) {
+          resume(
+            Effect.fail(
+              new HttpServerError({
+                message:
+                  `could not listen on ${options.host}:${options.port}: port ${options.port} is in use` +
+                  (options.reusePort === true ? " by a listener that does not share it" : "") +
+                  " (or not permitted)"
+              })
+            )
+          )
+        } else {
+          resume(Effect.succeed({ socket, state, port: uws.us_socket_local_port(socket as never) }))
+        }
+      })
+    }),
+    ({ socket, state }) =>
+      Effect.gen(function* () {
+        uws.us_listen_socket_close(socket)
+        // From now on every answer closes its connection; idle keep-alive connections are
+        // closed by uWS's own idle timeout. Deferred answers in flight get up to drainMs;
+        // the short wait lets requests already on the wire still be answered.
+        state.closing = true
+        yield* drainPending(state, options.drainMs ?? 5_000)
+        yield* Effect.sleep("50 millis")
+      })
+  )
