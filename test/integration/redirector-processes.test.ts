@@ -190,11 +190,9 @@ describe("several redirector processes on one port", () => {
       const lines = second
         .output()
         .split("\n")
-        .filter((l) => l.includes(`port ${port} is in use`))
+        .filter((l) => l.includes(`=${port} is in use`))
       expect(lines, second.output()).toHaveLength(1)
-      expect(lines[0]).toMatch(
-        /^start-up failed: HttpServerError: could not listen on 0\.0\.0\.0:\d+: port \d+ is in use/
-      )
+      expect(lines[0]).toBe(`start-up failed: SHORT_PORT=${port} is in use; stop what listens there or set SHORT_PORT`)
       // The first one still answers alone.
       expect((await request(`http://127.0.0.1:${port}/readyz`)).status).toBe(200)
       expect(await stop(first)).toBe(0)

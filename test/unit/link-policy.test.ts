@@ -75,10 +75,19 @@ describe("destination URLs must be RFC 3986 URIs", () => {
       "https://example.com/b%C3%BCcher%2F",
       "https://xn--bcher-kva.de/",
       "https://example.com/~a-b_c.d",
-      "https://example.com/'()*!$&+,;=:@?'()*!$&+,;=:@/?#'()*!$&+,;=:@/?",
-      "https://user:pw@example.com/"
+      "https://example.com/'()*!$&+,;=:@?'()*!$&+,;=:@/?#'()*!$&+,;=:@/?"
     ]) {
       expect(Either.isRight(validUrl(ok)), ok).toBe(true)
+    }
+    // RFC 3986 allows userinfo, the link policy does not: every visitor would receive it.
+    for (const withCredentials of [
+      "https://user:pw@example.com/",
+      "https://user@example.com/",
+      "https://@example.com/"
+    ]) {
+      const result = validUrl(withCredentials)
+      expect(Either.isLeft(result), withCredentials).toBe(true)
+      if (Either.isLeft(result)) expect(result.left.message).toMatch(/must not contain credentials/)
     }
     expect(isUriCharacters("%41%7e")).toBe(true)
     expect(isUriCharacters("%4")).toBe(false)
