@@ -19,7 +19,7 @@ import { waitFor } from "../support/waitFor.js"
 const root = path.resolve(import.meta.dirname, "../..")
 const execFileAsync = promisify(execFile)
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-images-e2e-"))
-const ports = { api: 0, short: 0, media: 0, workers: 0 }
+const ports = { api: 0, short: 0, media: 0, snapshot: 0, workers: 0 }
 let proc: ChildProcess | undefined
 let output = ""
 
@@ -29,10 +29,12 @@ const env = () => ({
   API_PORT: String(ports.api),
   SHORT_PORT: String(ports.short),
   MEDIA_PORT: String(ports.media),
+  SNAPSHOT_PORT: String(ports.snapshot),
   WORKERS_PORT: String(ports.workers),
   PUBLIC_API_BASE: `http://127.0.0.1:${ports.api}/v1`,
   PUBLIC_SHORT_BASE: `http://127.0.0.1:${ports.short}`,
   PUBLIC_IMAGE_HOST: `http://127.0.0.1:${ports.media}`,
+  PUBLIC_SNAPSHOT_HOST: `http://127.0.0.1:${ports.snapshot}`,
   LOG_LEVEL: "Info",
   DATABASE_URL: "",
   KAFKA_BROKERS: "",
@@ -75,6 +77,7 @@ beforeAll(async () => {
   ports.api = await freePort()
   ports.short = await freePort()
   ports.media = await freePort()
+  ports.snapshot = await freePort()
   ports.workers = await freePort()
   proc = spawn(process.execPath, ["--import", "tsx", "apps/all/main.ts"], { cwd: root, env: env() })
   proc.stdout!.on("data", (c) => (output += c))

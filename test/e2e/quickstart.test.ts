@@ -44,9 +44,11 @@ describe("README quick start", () => {
       API_PORT: String(ports.api),
       SHORT_PORT: String(ports.short),
       MEDIA_PORT: String(ports.media),
+      SNAPSHOT_PORT: String(ports.snapshot),
       PUBLIC_API_BASE: `http://127.0.0.1:${ports.api}/v1`,
       PUBLIC_SHORT_BASE: `http://127.0.0.1:${ports.short}`,
       PUBLIC_IMAGE_HOST: `http://127.0.0.1:${ports.media}`,
+      PUBLIC_SNAPSHOT_HOST: `http://127.0.0.1:${ports.snapshot}`,
       DATABASE_URL: "",
       LOG_LEVEL: "info"
     }

@@ -18,6 +18,8 @@ const root = path.resolve(import.meta.dirname, "../..")
 const execFileAsync = promisify(execFile)
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "shortlinks-e2e-"))
 let port = 0
+// The other listeners on free ports too: e2e files run side by side.
+let otherPorts = { short: 0, media: 0, snapshot: 0 }
 let proc: ChildProcess | undefined
 let output = ""
 
@@ -25,6 +27,9 @@ const env = () => ({
   ...process.env,
   DATA_DIR: dataDir,
   API_PORT: String(port),
+  SHORT_PORT: String(otherPorts.short),
+  MEDIA_PORT: String(otherPorts.media),
+  SNAPSHOT_PORT: String(otherPorts.snapshot),
   PUBLIC_API_BASE: `http://127.0.0.1:${port}/v1`,
   LOG_LEVEL: "Info",
   DATABASE_URL: ""
@@ -86,6 +91,7 @@ const postgresRunning = () => {
 
 beforeAll(async () => {
   port = await freePort()
+  otherPorts = { short: await freePort(), media: await freePort(), snapshot: await freePort() }
   await start()
 }, 240_000)
 

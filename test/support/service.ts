@@ -13,12 +13,14 @@ export interface Ports {
   readonly api: number
   readonly short: number
   readonly media: number
+  readonly snapshot: number
 }
 
 export const freePorts = async (): Promise<Ports> => ({
   api: await freePort(),
   short: await freePort(),
-  media: await freePort()
+  media: await freePort(),
+  snapshot: await freePort()
 })
 
 /** The environment of a service on these ports and this data directory. */
@@ -28,9 +30,11 @@ export const serviceEnv = (dataDir: string, ports: Ports, extra: Record<string, 
   API_PORT: String(ports.api),
   SHORT_PORT: String(ports.short),
   MEDIA_PORT: String(ports.media),
+  SNAPSHOT_PORT: String(ports.snapshot),
   PUBLIC_API_BASE: `http://127.0.0.1:${ports.api}/v1`,
   PUBLIC_SHORT_BASE: `http://127.0.0.1:${ports.short}`,
   PUBLIC_IMAGE_HOST: `http://127.0.0.1:${ports.media}`,
+  PUBLIC_SNAPSHOT_HOST: `http://127.0.0.1:${ports.snapshot}`,
   LOG_LEVEL: "Info",
   DATABASE_URL: "",
   ...extra
