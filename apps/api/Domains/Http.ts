@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import * as E from "../Errors.js"
+import { mapDomainErrors } from "../DomainAnswers.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { envelope, keysetPage } from "../Shared.js"
@@ -20,7 +20,7 @@ export const DomainsHttp = HttpApiBuilder.group(Api, "domains", (handlers) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => domains.register(p, payload.hostname)),
             Effect.flatMap((d) => envelope(toApiDomain(d))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("list", ({ urlParams }) =>
@@ -36,21 +36,21 @@ export const DomainsHttp = HttpApiBuilder.group(Api, "domains", (handlers) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => domains.get(p, path.id)),
             Effect.flatMap((d) => envelope(toApiDomain(d))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("verify", ({ path }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => domains.verify(p, path.id)),
             Effect.flatMap((d) => envelope(toApiDomain(d))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("disable", ({ path }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => domains.disable(p, path.id)),
             Effect.flatMap((d) => envelope(toApiDomain(d))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
     )

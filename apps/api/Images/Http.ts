@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import type { Image } from "../../../domain/Image.js"
 import { AppConfig } from "../../../infra/AppConfig.js"
 import { Api } from "../Api.js"
-import * as E from "../Errors.js"
+import { mapDomainErrors } from "../DomainAnswers.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { CurrentUpload } from "../middleware/UploadBody.js"
@@ -28,13 +28,13 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
             const principal = yield* CurrentPrincipal
             const upload = yield* CurrentUpload
             return yield* respond(yield* images.upload(principal, upload, urlParams.content_rating))
-          }).pipe(E.mapDomainErrors)
+          }).pipe(mapDomainErrors)
         )
         .handle("import", ({ payload }) =>
           Effect.gen(function* () {
             const principal = yield* CurrentPrincipal
             return yield* respond(yield* images.importUrl(principal, payload.url, payload.content_rating))
-          }).pipe(E.mapDomainErrors)
+          }).pipe(mapDomainErrors)
         )
         .handle("list", ({ urlParams }) =>
           Effect.flatMap(CurrentPrincipal, (principal) =>
@@ -49,7 +49,7 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
           Effect.gen(function* () {
             const principal = yield* CurrentPrincipal
             return yield* respond(yield* images.get(principal, path.id))
-          }).pipe(E.mapDomainErrors)
+          }).pipe(mapDomainErrors)
         )
         .handle("rate", ({ path, payload }) =>
           Effect.gen(function* () {
@@ -58,13 +58,13 @@ export const ImagesHttp = HttpApiBuilder.group(Api, "images", (handlers) =>
             const body = yield* respond(declared.image)
             // A declaration that waits for review is 202; the success schemas tell them apart only by status.
             return declared.outcome === "applied" ? body : HttpServerResponse.unsafeJson(body, { status: 202 })
-          }).pipe(E.mapDomainErrors)
+          }).pipe(mapDomainErrors)
         )
         .handle("delete", ({ path }) =>
           Effect.gen(function* () {
             const principal = yield* CurrentPrincipal
             return yield* respond(yield* images.delete(principal, path.id))
-          }).pipe(E.mapDomainErrors)
+          }).pipe(mapDomainErrors)
         )
     )
   })

@@ -4,8 +4,8 @@ import type { Principal } from "../../../domain/Account.js"
 import { type LinkFilter, type Link as LinkModel, shortUrl } from "../../../domain/Link.js"
 import type { LinkOptionsChange } from "../../../domain/ports/LinkRepo.js"
 import { Api } from "../Api.js"
+import { mapDomainErrors } from "../DomainAnswers.js"
 import { Domains } from "../Domains/Domains.js"
-import * as E from "../Errors.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { envelope, keysetPage } from "../Shared.js"
@@ -48,7 +48,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
             Effect.flatMap((p) =>
               Effect.flatMap(links.create(p, { url: payload.url, customSlug: payload.custom_slug }), answer(p))
             ),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("list", ({ urlParams }) =>
@@ -79,33 +79,33 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
         .handle("get", ({ path }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => Effect.flatMap(links.get(p, path.id), answer(p))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("update", ({ path, payload }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => Effect.flatMap(links.update(p, path.id, payload.url), answer(p))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("disable", ({ path }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => Effect.flatMap(links.disable(p, path.id), answer(p))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("getOptions", ({ path }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => links.getOptions(p, path.id)),
             Effect.flatMap((link) => envelope(toApiLinkOptions(link))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("updateOptions", ({ path, payload }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => links.updateOptions(p, path.id, toOptionsChange(payload))),
             Effect.flatMap((link) => envelope(toApiLinkOptions(link))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("qr", ({ path, urlParams }) =>
@@ -128,7 +128,7 @@ export const LinksHttp = HttpApiBuilder.group(Api, "links", (handlers) =>
                   : HttpServerResponse.uint8Array(image.body, { contentType: image.contentType, headers })
               })
             ),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
     )

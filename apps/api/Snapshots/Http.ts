@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../Api.js"
-import * as E from "../Errors.js"
+import { mapDomainErrors } from "../DomainAnswers.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { envelope, keysetPage } from "../Shared.js"
@@ -21,7 +21,7 @@ export const SnapshotsHttp = HttpApiBuilder.group(Api, "snapshots", (handlers) =
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => snapshots.create(p, payload.url)),
             Effect.flatMap((s) => envelope(toApi(s))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("list", ({ urlParams }) =>
@@ -37,7 +37,7 @@ export const SnapshotsHttp = HttpApiBuilder.group(Api, "snapshots", (handlers) =
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => snapshots.get(p, path.id)),
             Effect.flatMap((s) => envelope(toApi(s))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("warc", ({ path }) =>
@@ -52,7 +52,7 @@ export const SnapshotsHttp = HttpApiBuilder.group(Api, "snapshots", (handlers) =
                 }
               })
             ),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
     )

@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import type { UtmPresetRecord } from "../../../domain/UtmPreset.js"
 import { Api } from "../Api.js"
-import * as E from "../Errors.js"
+import { mapDomainErrors } from "../DomainAnswers.js"
 import { CurrentPrincipal } from "../middleware/Authentication.js"
 import { IdempotentOperations, withIdempotency } from "../middleware/Idempotency.js"
 import { envelope, keysetPage } from "../Shared.js"
@@ -29,7 +29,7 @@ export const UtmPresetsHttp = HttpApiBuilder.group(Api, "utmPresets", (handlers)
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => presets.create(p, { name: payload.name, utm: payload.utm })),
             Effect.flatMap((row) => envelope(toApi(row))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("list", ({ urlParams }) =>
@@ -45,21 +45,21 @@ export const UtmPresetsHttp = HttpApiBuilder.group(Api, "utmPresets", (handlers)
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => presets.get(p, path.id)),
             Effect.flatMap((row) => envelope(toApi(row))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("update", ({ path, payload }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => presets.update(p, path.id, { name: payload.name, utm: payload.utm })),
             Effect.flatMap((row) => envelope(toApi(row))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
         .handle("delete", ({ path }) =>
           CurrentPrincipal.pipe(
             Effect.flatMap((p) => presets.remove(p, path.id)),
             Effect.flatMap((row) => envelope(toApi(row))),
-            E.mapDomainErrors
+            mapDomainErrors
           )
         )
     )
