@@ -63,6 +63,8 @@ export const waitReady = async (p: RedirectorProcess, timeoutMs = 120_000) => {
   await waitFor(
     async () => {
       if (exit !== undefined) throw new Error(`the redirector exited (${exit}) during start-up:\n${p.output()}`)
+      // Its own log too: on a shared port (REDIRECTOR_REUSE_PORT) /readyz may be answered by another process.
+      if (!p.output().includes("slug table loaded")) return false
       return (await request(`http://127.0.0.1:${p.port}/readyz`).catch(() => ({ status: 0 }))).status === 200
     },
     { timeoutMs, intervalMs: 100, message: () => `the redirector on ${p.port} to be ready:\n${p.output()}` }
