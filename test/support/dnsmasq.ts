@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { createSocket, type Socket } from "node:dgram"
 import { Resolver } from "node:dns/promises"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as path from "node:path"
 import { waitFor } from "./waitFor.js"
 
@@ -23,15 +24,32 @@ export interface TestDns {
   readonly stop: () => Promise<void>
 }
 
-const freeUdpPort = () =>
-  new Promise<number>((resolve, reject) => {
+const udpFree = (port: number) =>
+  new Promise<boolean>((resolve) => {
     const s = createSocket("udp4")
-    s.once("error", reject)
-    s.bind(0, "127.0.0.1", () => {
-      const port = s.address().port
-      s.close(() => resolve(port))
-    })
+    s.once("error", () => resolve(false))
+    s.bind(port, "127.0.0.1", () => s.close(() => resolve(true)))
   })
+
+const tcpFree = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = net.createServer()
+    server.once("error", () => resolve(false))
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
+  })
+
+/**
+ * A port free for both UDP and TCP (dnsmasq binds both), below Linux's ephemeral range
+ * (32768 and up): the ports other tests get from the kernel (`listen(0)`, outgoing
+ * connections) never land there, so nobody takes it while dnsmasq restarts with new records.
+ */
+const freeDnsPort = async () => {
+  for (let i = 0; i < 500; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    if ((await udpFree(port)) && (await tcpFree(port))) return port
+  }
+  throw new Error("no free port for dnsmasq between 20000 and 32000")
+}
 
 const quote = (v: string) => `"${v.replace(/["\\]/g, "")}"`
 
@@ -48,7 +66,7 @@ export const startTestDns = async (): Promise<TestDns> => {
   const silent: Socket = createSocket("udp4")
   await new Promise<void>((resolve) => silent.bind(0, "127.0.0.1", resolve))
   const silentPort = silent.address().port
-  const port = await freeUdpPort()
+  let port = await freeDnsPort()
   const silentZone = "silent.test"
   let child: ChildProcess | undefined
   let output = ""
@@ -88,16 +106,27 @@ export const startTestDns = async (): Promise<TestDns> => {
     child = c
     const probe = new Resolver({ timeout: 200, tries: 1 })
     probe.setServers([`127.0.0.1:${port}`])
-    await waitFor(
+    const state = await waitFor(
       async () => {
-        if (c.exitCode !== null) throw new Error(`dnsmasq exited: ${output}`)
-        return (await probe.resolveTxt(`ready.${TEST_ZONE}`).catch(() => [])).length > 0
+        if (c.exitCode !== null) return "exited"
+        return (await probe.resolveTxt(`ready.${TEST_ZONE}`).catch(() => [])).length > 0 && "answering"
       },
       { timeoutMs: 60_000, message: () => `dnsmasq to answer on 127.0.0.1:${port} (${output})` }
     )
+    if (state === "exited") throw new Error(`dnsmasq exited: ${output}`)
   }
 
-  await start({})
+  // A port taken between the check and dnsmasq's bind: another one (before anyone knows it).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start({})
+      break
+    } catch (e) {
+      if (attempt >= 5 || !output.includes("Address already in use")) throw e
+      await stopChild()
+      port = await freeDnsPort()
+    }
+  }
   return {
     server: `127.0.0.1:${port}`,
     silentZone,
