@@ -58,7 +58,7 @@ describe("GET {base_url}/docs and /asyncapi.json (no key)", () => {
   })
 })
 
-describe.skipIf(!hasChromium)("the reference page in headless Chromium (skipped when /usr/bin/chromium is not installed)", () => {
+describe.skipIf(!hasChromium)("the reference page in headless Chromium (skipped without chromium)", () => {
   let browser: Browser
   beforeAll(async () => {
     browser = await puppeteer.launch({
