@@ -37,6 +37,21 @@ describe("traces (OTEL_EXPORTER_OTLP_ENDPOINT)", { timeout: 60_000 }, () => {
     )
     expect(traceparent).toBeNull()
     expect(receiver.requests).toBe(before)
+    // No layer at all: the tracer is Effect's own, as without TracingLive.
+    const native = await Effect.runPromise(Effect.tracer)
+    const inside = await Effect.runPromise(
+      Effect.provide(Effect.tracer, TracingLive("shortlinks-test")).pipe(withEnv({}))
+    )
+    expect(inside).toBe(native)
+  })
+
+  it("a collector that does not answer costs the spans, never the app: it runs and stops", async () => {
+    const closed = await OtlpReceiver.start()
+    await closed.close()
+    const traceparent = await Effect.runPromise(
+      Effect.provide(work, TracingLive("shortlinks-test")).pipe(withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: closed.url }))
+    )
+    expect(traceparent).toMatch(/^00-/)
   })
 
   it("set: a request and the job it queued are one trace, flushed when the app stops; polls are not exported", async () => {
