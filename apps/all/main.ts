@@ -9,6 +9,7 @@ import { EventLogLive } from "../../infra/eventlog/EventLogLive.js"
 import { SafeFetcherLive } from "../../infra/fetcher/SafeFetcher.js"
 import { runMain } from "../../infra/Main.js"
 import { Plans } from "../../infra/Plans.js"
+import { TracingLive } from "../../infra/Tracing.js"
 import { ApiServerLive } from "../api/Live.js"
 import { MediaAppLive } from "../media/Live.js"
 import { RedirectorAppLive } from "../redirector/Live.js"
@@ -46,6 +47,8 @@ runMain(
     Layer.provide(EventLogLive),
     Layer.provide(DatabaseLive),
     Layer.provide(Plans.layer),
-    Layer.provide(AppConfig.layer)
+    Layer.provide(AppConfig.layer),
+    // Outermost: the tracer is set before any app starts, and flushes after the last one stopped.
+    Layer.provide(TracingLive("shortlinks"))
   )
 )

@@ -32,6 +32,7 @@ import { RateLimitLive } from "./middleware/RateLimit.js"
 import { guardRequests } from "./middleware/RequestGuards.js"
 import { withRequestId } from "./middleware/RequestId.js"
 import { makeSystemRoutes, systemPaths } from "./middleware/System.js"
+import { withoutSystemTraces } from "./middleware/Traces.js"
 import { closeUnreadUploads, UploadBodyLive } from "./middleware/UploadBody.js"
 import { API_PREFIX, endpoints, openApiDocumentFor } from "./OpenApiDoc.js"
 import { SnapshotsHttp } from "./Snapshots/Http.js"
@@ -96,6 +97,7 @@ export const ApiHttpLive = Layer.unwrapScoped(
     return HttpServer.serve(counted(withRequestId(guardRequests(system(closeUnreadUploads(Api)(app))))))
   })
 ).pipe(
+  withoutSystemTraces(systemPaths(API_PREFIX)),
   Layer.provide(errorEnvelopeLive(allowedMethods)),
   // A path is what it says: case-sensitive, no trailing or doubled slash taken as another.
   Layer.provide(

@@ -8,6 +8,7 @@ import { DnsResolverLive } from "../../infra/dns/DnsResolver.js"
 import { SafeFetcherLive } from "../../infra/fetcher/SafeFetcher.js"
 import { runMain } from "../../infra/Main.js"
 import { Plans } from "../../infra/Plans.js"
+import { TracingLive } from "../../infra/Tracing.js"
 import { ApiServerLive } from "./Live.js"
 
 // Settings first (AppConfig, then PLANS), so a bad one stops start-up before the database starts.
@@ -22,6 +23,8 @@ runMain(
     Layer.provide(BlobStoreLive),
     Layer.provide(DatabaseLive),
     Layer.provide(Plans.layer),
-    Layer.provide(AppConfig.layer)
+    Layer.provide(AppConfig.layer),
+    // Outermost: the tracer is set before any app starts, and flushes after the last one stopped.
+    Layer.provide(TracingLive("shortlinks-api"))
   )
 )

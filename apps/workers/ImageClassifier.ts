@@ -6,6 +6,8 @@ import { BlobStore } from "../../domain/ports/BlobStore.js"
 import { Classifier, ClassifierError } from "../../domain/ports/Classifier.js"
 import { Transactions } from "../../domain/ports/Database.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
+import { ImageTraces } from "../../infra/postgres/ImageTraces.js"
+import { withJobSpan } from "../../infra/Tracing.js"
 
 export const CLASSIFIER_GROUP = "image-classifier"
 /**
@@ -71,7 +73,7 @@ export const makeImageClassifierHandler = (options: ImageClassifierOptions = {})
         Effect.retry(retry)
       )
 
-    const classifyImage = Effect.fn("ImageClassifier.classify")(function* (id: string) {
+    const classify = Effect.fnUntraced(function* (id: string) {
       const current = yield* images.byId(id)
       if (Option.isNone(current) || !awaitsClassification(current.value)) return "skipped" as Outcome
       const row = current.value
@@ -99,6 +101,15 @@ export const makeImageClassifierHandler = (options: ImageClassifierOptions = {})
       )
       return "rated" as Outcome
     })
+    const traces = yield* ImageTraces
+    /** Rates one image, continuing its upload's trace (a trace of its own when it has none). */
+    const classifyImage = (id: string) =>
+      Effect.flatMap(traces.of(id), (traceparent) =>
+        classify(id).pipe(
+          Effect.tap((outcome) => Effect.annotateCurrentSpan("image.rating_outcome", outcome)),
+          withJobSpan("ImageClassifier.rate", traceparent, { "image.id": id, "classifier.name": classifier.name })
+        )
+      )
 
     const handle = (batch: Batch<ImageEvent>) =>
       Effect.gen(function* () {

@@ -5,6 +5,8 @@ import { Codec, type ConvertError, isTransient } from "../../domain/ports/Codec.
 import { type DatabaseError, Transactions } from "../../domain/ports/Database.js"
 import { ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
+import { ImageTraces } from "../../infra/postgres/ImageTraces.js"
+import { withJobSpan } from "../../infra/Tracing.js"
 import { type ImageConverterOptions, retryDelay } from "./ImageConverterConfig.js"
 
 /** Another worker took the job over (our lease had expired), or the job is gone (deleted, purged). */
@@ -221,11 +223,21 @@ export const makeJobProcessor = (options: ImageConverterOptions) =>
         }
       })
 
+    const traces = yield* ImageTraces
     const processJob = (imageId: ImageId) =>
       Effect.gen(function* () {
         const claimed = yield* jobs.claim(imageId, options.workerId, options.leaseMs)
         if (Option.isNone(claimed)) return
-        yield* runJob(claimed.value).pipe(Effect.ensuring(dropSourceIfDone(claimed.value)))
+        // A claimed job continues the upload's trace (a trace of its own when it has none).
+        const traceparent = yield* traces.of(imageId)
+        yield* runJob(claimed.value).pipe(
+          Effect.ensuring(dropSourceIfDone(claimed.value)),
+          withJobSpan("ImageConverter.convert", traceparent, {
+            "image.id": imageId,
+            "image.attempt": claimed.value.attempts + 1,
+            "image.tier": claimed.value.tier
+          })
+        )
       }).pipe(
         // Whatever happens (database away while finishing), the worker goes on: the job stays
         // and is taken again once its lease expires.
@@ -234,8 +246,7 @@ export const makeJobProcessor = (options: ImageConverterOptions) =>
             ? Effect.failCause(cause)
             : Effect.logError("image converter: job left for a later attempt", cause)
         ),
-        Effect.annotateLogs({ imageId }),
-        Effect.withSpan("ImageConverter.process", { attributes: { imageId } })
+        Effect.annotateLogs({ imageId })
       )
 
     return { processJob, fail, dropSource }

@@ -119,7 +119,7 @@ export const runSnapshotCapture = (options: SnapshotCaptureOptions) =>
             : Effect.logError("snapshot capture: job left for a later attempt", cause)
         ),
         Effect.annotateLogs({ snapshotId: id }),
-        Effect.withSpan("SnapshotCapture.process", { attributes: { snapshotId: id } })
+        Effect.withSpan("SnapshotCapture.process", { kind: "consumer", root: true, attributes: { "snapshot.id": id } })
       )
 
     const queued = new Set<string>()

@@ -8,6 +8,7 @@ import m0006 from "./0006_images.js"
 import m0007 from "./0007_event_log_storage.js"
 import m0008 from "./0008_domains.js"
 import m0009 from "./0009_snapshots.js"
+import m0010 from "./0010_image_traces.js"
 
 export const migrations = Migrator.fromRecord({
   "0001_foundation": m0001,
@@ -18,5 +19,6 @@ export const migrations = Migrator.fromRecord({
   "0006_images": m0006,
   "0007_event_log_storage": m0007,
   "0008_domains": m0008,
-  "0009_snapshots": m0009
+  "0009_snapshots": m0009,
+  "0010_image_traces": m0010
 })

@@ -23,6 +23,7 @@ import {
 import { ImageRepo, type ImageStateEventType } from "../../domain/ports/ImageRepo.js"
 import { Outbox } from "../../domain/ports/Outbox.js"
 import { StorageRepo } from "../../domain/ports/StorageRepo.js"
+import { currentTraceparent } from "../Tracing.js"
 
 /** The columns SELECT returns as the driver gives them (timestamptz as Date, int8 as a string). */
 const columns = {
@@ -198,15 +199,19 @@ const make = Effect.gen(function* () {
   const insert = (image: NewImage) => {
     const rating: Rating = image.requestedRating === "auto" ? "unrated" : image.requestedRating
     const ratingSource: RatingSource | null = image.requestedRating === "auto" ? null : "owner"
-    return sql<{ id: string }>`
+    // The request's trace, continued by the conversion and the rating (null unless traced).
+    return Effect.flatMap(
+      currentTraceparent,
+      (traceparent) => sql<{ id: string }>`
       INSERT INTO images (id, account_id, unmetered, requested_rating, rating, rating_source, source_format,
-                          source_bytes, source_url, source_key, reserved_bytes, mime_type, ext)
+                          source_bytes, source_url, source_key, reserved_bytes, mime_type, ext, traceparent)
       VALUES (${image.id}, ${image.accountId}, ${image.unmetered}, ${image.requestedRating}, ${rating},
               ${ratingSource}, ${image.sourceFormat}, ${image.sourceBytes}, ${image.sourceUrl}, ${image.sourceKey ?? null},
               ${image.sourceBytes},
-              ${image.mimeType}, ${image.ext})
+              ${image.mimeType}, ${image.ext}, ${traceparent})
       ON CONFLICT (id) DO NOTHING
-      RETURNING id`.pipe(
+      RETURNING id`
+    ).pipe(
       Effect.flatMap((rows) => (rows.length === 0 ? Effect.succeedNone : Effect.asSome(byId(image.id)))),
       Effect.map(Option.flatten),
       Effect.orDie

@@ -21,6 +21,28 @@ const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient
   const log = yield* EventLog
 
+  /** A batch of outbox rows to the log, then marked published (a trace of its own when traced). */
+  const publish = (rows: ReadonlyArray<{ seq: string; topic: string; key: string; event: unknown }>) =>
+    Effect.gen(function* () {
+      const byTopic = new Map<string, Array<{ key: string; value: string }>>()
+      for (const row of rows) {
+        const list = byTopic.get(row.topic) ?? []
+        list.push({ key: row.key, value: JSON.stringify(row.event) })
+        byTopic.set(row.topic, list)
+      }
+      for (const [topic, records] of byTopic) yield* log.publish(topic, records)
+      yield* sql.unsafe(`UPDATE outbox SET published_at = now() WHERE seq = ANY($1::bigint[])`, [
+        rows.map((r) => r.seq)
+      ])
+      return rows.length
+    }).pipe(
+      Effect.withSpan("OutboxRelay.batch", {
+        kind: "producer",
+        root: true,
+        attributes: { "messaging.batch.message_count": rows.length }
+      })
+    )
+
   /** Rows published, or undefined when another relay holds the lock. */
   const relayBatch = Effect.gen(function* () {
     const [lock] = yield* sql<{ locked: boolean }>`
@@ -29,15 +51,7 @@ const make = Effect.gen(function* () {
     const rows = yield* sql<{ seq: string; topic: string; key: string; event: unknown }>`
       SELECT seq, topic, key, event FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT ${BATCH}`
     if (rows.length === 0) return 0
-    const byTopic = new Map<string, Array<{ key: string; value: string }>>()
-    for (const row of rows) {
-      const list = byTopic.get(row.topic) ?? []
-      list.push({ key: row.key, value: JSON.stringify(row.event) })
-      byTopic.set(row.topic, list)
-    }
-    for (const [topic, records] of byTopic) yield* log.publish(topic, records)
-    yield* sql.unsafe(`UPDATE outbox SET published_at = now() WHERE seq = ANY($1::bigint[])`, [rows.map((r) => r.seq)])
-    return rows.length
+    return yield* publish(rows)
   }).pipe(sql.withTransaction)
 
   const wake = yield* Queue.sliding<void>(1)

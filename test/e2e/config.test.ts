@@ -31,7 +31,9 @@ describe("configuration", { timeout: 90_000 }, () => {
     ["PLANS", '{\n  "free": {\n    "links_per_month": -1\n  }\n}'],
     ["PLANS", '{"free":{"link_per_month":5}}'],
     ["DNS_SERVERS", "dns.google"],
-    ["DNS_TIMEOUT_MS", "0"]
+    ["DNS_TIMEOUT_MS", "0"],
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"],
+    ["OTEL_SERVICE_NAME", " "]
   ] as const) {
     it(`a bad ${name} (${value.replace(/\n\s*/g, " ")}) stops start-up with one line naming the variable`, async () => {
       const run = await startWith({ [name]: value })
