@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { Effect } from "effect"
 import { answerClientError, type HttpDeadlines, serverOptions } from "./ClientErrors.js"
 import { contentLength, HttpServerError, INTERNAL_ERROR } from "./EngineShared.js"
-import type { DeferredAnswer, HttpExchange, ServeOptions } from "./HttpServer.js"
+import type { DeferredAnswer, HttpExchange, ServeOptions } from "./Exchange.js"
 
 /** The exchange of the node:http engine: one per request (this engine is the fallback). */
 class NodeExchange implements HttpExchange, DeferredAnswer {

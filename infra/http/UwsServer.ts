@@ -2,7 +2,7 @@ import type * as Uws from "uWebSockets.js"
 import { Effect } from "effect"
 import { type HttpDeadlines, MAX_HEADER_BYTES } from "./ClientErrors.js"
 import { contentLength, HttpServerError, INTERNAL_ERROR } from "./EngineShared.js"
-import type { DeferredAnswer, HttpExchange, ServeOptions } from "./HttpServer.js"
+import type { DeferredAnswer, HttpExchange, ServeOptions } from "./Exchange.js"
 import { ipText } from "./IpText.js"
 
 export type UwsModule = typeof Uws

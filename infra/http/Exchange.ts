@@ -1,0 +1,85 @@
+/**
+ * The interface of an HTTP server engine (infra/http/UwsServer.ts, infra/http/NodeHttpServer.ts):
+ * one request and its answer, the handler, the options. HttpServer.ts chooses the engine.
+ */
+
+/** The writing half of an exchange: the same calls whether the answer is given at once or later. */
+export interface HttpAnswer {
+  writeStatus(code: number): this
+  writeHeader(name: string, value: string): this
+  /**
+   * Ends the answer with its body (text or bytes) and a Content-Length. For HEAD the body is
+   * left out and its length still announced.
+   */
+  end(body: string | Uint8Array): void
+  /** Ends an answer that has no body and no Content-Length (204, 304). */
+  endWithoutBody(): void
+}
+
+/** An answer given after the handler returned (see HttpExchange.defer). */
+export interface DeferredAnswer extends HttpAnswer {
+  /** The client went away: further writes are ignored. */
+  readonly aborted: boolean
+}
+
+/**
+ * One request and its answer. A handler answers at once (the fast path: everything read and
+ * the answer ended before it returns; the uWebSockets.js request lives on the stack of the
+ * call and its exchange object is reused for the next request), or calls `defer` or
+ * `readBody` before it returns and answers later through what they give.
+ */
+export interface HttpExchange extends HttpAnswer {
+  /** As sent, upper case for every real client: "GET", "HEAD", … */
+  readonly method: string
+  /** The path, without the query string. */
+  readonly path: string
+  /** A request header by lower-case name; "" when absent. Only before the handler returns. */
+  header(lowerCaseName: string): string
+  /** The query string without "?"; "" when absent. Only before the handler returns. */
+  query(): string
+  /** The peer of the TCP connection (never a forwarded-for header). Only before the handler returns. */
+  remoteAddress(): string
+  /**
+   * The same peer in the engine's cheapest form: 4 or 16 bytes (uWebSockets.js; `ipText`
+   * formats them) or the text (node:http). For hot paths that only need a key.
+   */
+  remoteAddressRaw(): ArrayBuffer | string
+  /**
+   * Answer later: read what the answer needs from the request first. Writes on the exchange
+   * itself are not allowed afterwards.
+   */
+  defer(): DeferredAnswer
+  /**
+   * Reads the request body and answers later (implies `defer`). The body resolves to
+   * undefined when it is (or announces) more than `maxBytes`; the answer then closes the
+   * connection, so the rest is never read.
+   */
+  readBody(maxBytes: number): { readonly answer: DeferredAnswer; readonly body: Promise<Uint8Array | undefined> }
+}
+
+export type HttpHandler = (exchange: HttpExchange) => void
+
+export type HttpEngine = "uWebSockets.js" | "node:http"
+
+export interface RunningHttpServer {
+  readonly engine: HttpEngine
+  readonly port: number
+  /** Why uWebSockets.js is not used although it was not ruled out by HTTP_ENGINE=node. */
+  readonly fallbackReason: string | undefined
+}
+
+export interface ServeOptions {
+  readonly host: string
+  readonly port: number
+  readonly handler: HttpHandler
+  /** Called with what a handler threw (the client gets a 500). */
+  readonly onError: (error: unknown) => void
+  /** How long a close waits for keep-alive connections to finish before cutting them. */
+  readonly drainMs?: number
+  /**
+   * Share the port with other processes that ask for the same (SO_REUSEPORT: the kernel
+   * spreads connections among them). Off by default: a port in use fails the start. Only
+   * uWebSockets.js can (node:http in Node 20 has no such option).
+   */
+  readonly reusePort?: boolean
+}
