@@ -1,7 +1,9 @@
-import { Effect, Either, Fiber, Metric } from "effect"
+import { Effect, Either, Fiber } from "effect"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
 import { BoundedCache } from "../../infra/BoundedCache.js"
+import { clicksCaptured, clicksDropped, clicksPublished, clicksSpooled } from "../../infra/Metrics.js"
+import { counterSource } from "../../infra/Prometheus.js"
 import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
 import { ClickBuffer } from "./ClickRound.js"
 import type { ClickSpool } from "./ClickSpool.js"
@@ -41,11 +43,6 @@ export interface ClickCaptureOptions {
   readonly spool?: ClickSpool | undefined
 }
 
-const droppedClicks = Metric.counter("redirector_clicks_dropped_total", {
-  description: "Clicks not recorded because the click buffer was full (event log unavailable for too long)."
-})
-const publishedClicks = Metric.counter("redirector_clicks_published_total")
-
 /**
  * Click capture: the buffer for the request path and a flusher that publishes to clicks.v1
  * every `intervalMs` or `batchSize` clicks, one clicks.recorded event per link per round
@@ -62,7 +59,12 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     const intervalMs = options.intervalMs ?? 100
     const buffer = new ClickBuffer(options.maxBuffered ?? 1_000_000, batchSize)
     const spool = options.spool
+    // Plain numbers on the request path; /metrics reads them (infra/Prometheus.ts).
+    yield* counterSource(clicksCaptured, () => buffer.captured)
+    yield* counterSource(clicksDropped, () => buffer.dropped)
+    yield* counterSource(clicksPublished, () => buffer.published)
     if (spool !== undefined) {
+      yield* counterSource(clicksSpooled, () => spool.spooled)
       // What a crashed (or cut short) process left: converted and published before anything
       // new, with the event ids it had, so what it had already published is not counted twice.
       for (const round of spool.recovered) {
@@ -302,7 +304,7 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
         if (chunk.segment !== undefined) spool?.remove(chunk.segment)
         waiting.shift()
         buffer.waiting -= chunk.clicks
-        yield* Metric.incrementBy(publishedClicks, chunk.clicks)
+        buffer.published += chunk.clicks
       }
     })
 
@@ -310,7 +312,6 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
       const dropped = buffer.dropped - reportedDrops
       if (dropped === 0) return
       reportedDrops = buffer.dropped
-      yield* Metric.incrementBy(droppedClicks, dropped)
       yield* Effect.logWarning(`click buffer full: ${dropped} clicks dropped (${buffer.dropped} in all)`)
     })
 
