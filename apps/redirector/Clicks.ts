@@ -2,8 +2,6 @@ import { Effect, Either, Fiber } from "effect"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
 import { BoundedCache } from "../../infra/BoundedCache.js"
-import { clicksCaptured, clicksDropped, clicksPublished, clicksSpooled } from "../../infra/Metrics.js"
-import { counterSource } from "../../infra/Prometheus.js"
 import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
 import { ClickBuffer } from "./ClickRound.js"
 import type { ClickSpool } from "./ClickSpool.js"
@@ -59,12 +57,7 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     const intervalMs = options.intervalMs ?? 100
     const buffer = new ClickBuffer(options.maxBuffered ?? 1_000_000, batchSize)
     const spool = options.spool
-    // Plain numbers on the request path; /metrics reads them (infra/Prometheus.ts).
-    yield* counterSource(clicksCaptured, () => buffer.captured)
-    yield* counterSource(clicksDropped, () => buffer.dropped)
-    yield* counterSource(clicksPublished, () => buffer.published)
     if (spool !== undefined) {
-      yield* counterSource(clicksSpooled, () => spool.spooled)
       // What a crashed (or cut short) process left: converted and published before anything
       // new, with the event ids it had, so what it had already published is not counted twice.
       for (const round of spool.recovered) {

@@ -2,7 +2,13 @@ import { Cause, Config, Context, Effect, Layer, Metric, Option, Runtime } from "
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
 import { METRICS_PATH, makeMetricsAnswer } from "../../infra/http/MetricsAnswer.js"
-import { redirectorResponses } from "../../infra/Metrics.js"
+import {
+  clicksCaptured,
+  clicksDropped,
+  clicksPublished,
+  clicksSpooled,
+  redirectorResponses
+} from "../../infra/Metrics.js"
 import { counterSource } from "../../infra/Prometheus.js"
 import { naming } from "../../infra/StartupError.js"
 import type { ClickBuffer } from "./ClickRound.js"
@@ -159,9 +165,15 @@ const make = Effect.gen(function* () {
     : undefined
   // Acquired before the server, so released after it: the last clicks are published once
   // nothing can add more.
-  const clicks = capture
-    ? yield* makeClickCapture(yield* makeVisitorSecrets, { spool: yield* openClickSpool })
-    : undefined
+  const spool = capture ? yield* openClickSpool : undefined
+  const clicks = capture ? yield* makeClickCapture(yield* makeVisitorSecrets, { spool }) : undefined
+  if (clicks !== undefined) {
+    // Plain numbers on the request path and the flusher; /metrics reads them (infra/Prometheus.ts).
+    yield* counterSource(clicksCaptured, () => clicks.captured)
+    yield* counterSource(clicksDropped, () => clicks.dropped)
+    yield* counterSource(clicksPublished, () => clicks.published)
+    if (spool !== undefined) yield* counterSource(clicksSpooled, () => spool.spooled)
+  }
   const runtime = yield* Effect.runtime<never>()
   const counts = new RedirectCounts()
   yield* counterSource(Metric.tagged(redirectorResponses, "class", "3xx"), () => counts.redirects)
