@@ -12,7 +12,9 @@
 # script waits until the analytics have drained and compares them with the clicks the
 # analytics count (GET /v1/links/{id}/analytics: clicks + bot_clicks). For the throughput
 # phase it checks that the analytics count lies between wrk's completed GETs and that plus
-# the connections (requests cut in flight may or may not have been answered).
+# the connections (requests cut in flight may or may not have been answered). Then it reads
+# the capture redirector's /metrics: the clicks it captured during the counting run must be
+# exactly the clicks sent, and every click it captured must be published; otherwise it fails.
 #
 #   bash bench/redirect.sh            (or: npm run bench:redirect)
 #   bash bench/redirect.sh --crash    the crash mode: a redirector killed with SIGKILL in the
@@ -41,7 +43,9 @@
 # temporary DATA_DIR; the two redirectors attach to its PostgreSQL. The last line on stdout
 # is one JSON object:
 #   {"bare_rps", "capture_rps", "nocapture_rps", "capture_ratio", "nocapture_ratio",
-#    "capture_p99_ms", "clicks_sent", "clicks_counted", "custom_ratio" (null when skipped)}
+#    "capture_p99_ms", "clicks_sent", "clicks_counted", "custom_ratio" (null when skipped),
+#    "metrics_captured" (the counting run's clicks by the capture redirector's /metrics),
+#    "metrics_captured_total", "metrics_published_total" (all its clicks, captured and published)}
 # and in the crash mode {"kills", "redirected", "sent", "counted", "lost", "lost_ratio"}.
 set -euo pipefail
 MODE=throughput
@@ -205,6 +209,8 @@ run_phase() {
   fi
   # Not a fixed pause: until the service has digested the phase before (see Isolation above).
   quiet_wait "$ALL_PID" "the service"
+  # The counting run: the capture redirector's own counters before it (its warm-up included).
+  if [ "$name" = count ]; then CAPTURED_BEFORE=$(scrape "$port" redirector_clicks_captured_total); fi
   BENCH_PATH=$path BENCH_GET_SECONDS=$get_seconds run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" \
     --latency -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk $name failed: $(cat "$out")"
   line=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
@@ -236,6 +242,12 @@ for ((round = 1; round <= ROUNDS; round++)); do
     eval "RUNS_$phase+=(\"\$RESULT_$phase\")"
   done
 done
+# scrape PORT SERIES: a series' value on that port's /metrics (-1 if absent or unreadable).
+scrape() {
+  curl -sS --max-time 10 "http://127.0.0.1:$1/metrics" | awk -v s="$2" '$1 == s { v = $2 } END { print (v == "" ? -1 : v) }' ||
+    echo -1
+}
+
 # median NAME: the result of the round with the median req/s of that phase.
 median() {
   local -n runs="RUNS_$1"
@@ -270,6 +282,22 @@ done
 sleep 2 # anything arriving late would show as an overcount
 COUNTED=$(counted "$COUNT_ID")
 log "bench: counting run: analytics count $COUNTED of $CLICKS_SENT clicks sent (drained after $(($(date +%s) - drain_start))s)"
+# The capture redirector's own /metrics: the counting run's clicks captured (exactly what wrk
+# sent), and every click it ever captured published (acknowledged by the event log).
+drain_start=$(date +%s)
+while :; do
+  CAPTURED_TOTAL=$(scrape "$CAP_PORT" redirector_clicks_captured_total)
+  PUBLISHED_TOTAL=$(scrape "$CAP_PORT" redirector_clicks_published_total)
+  [ "$PUBLISHED_TOTAL" -ge "$CAPTURED_TOTAL" ] && break
+  [ $(($(date +%s) - drain_start)) -lt "$DRAIN_TIMEOUT" ] || break
+  sleep 1
+done
+METRICS_CAPTURED=$((CAPTURED_TOTAL - CAPTURED_BEFORE))
+log "bench: capture redirector /metrics: counting run captured $METRICS_CAPTURED (bench sent $CLICKS_SENT, analytics $COUNTED); in all captured $CAPTURED_TOTAL, published $PUBLISHED_TOTAL"
+if [ "$CAPTURED_BEFORE" -lt 0 ] || [ "$METRICS_CAPTURED" -ne "$CLICKS_SENT" ] || [ "$PUBLISHED_TOTAL" -ne "$CAPTURED_TOTAL" ]; then
+  METRICS_MISMATCH=1
+  log "bench: METRICS MISMATCH: /metrics of the capture redirector disagree with the bench's own counts"
+fi
 THROUGHPUT_COUNTED=$(counted "$LINK_ID")
 # wrk's GET count includes requests written when it stopped: the server may or may not have
 # answered those (at most one per connection).
@@ -285,6 +313,7 @@ node -e '
   const [b, c, n, rb, rc, rn] = process.argv.slice(1, 7).map((s) => JSON.parse(s))
   const [sent, counted] = process.argv.slice(7, 9).map(Number)
   const ru = JSON.parse(process.argv[9])
+  const [metricsCaptured, capturedTotal, publishedTotal] = process.argv.slice(10, 13).map(Number)
   const round = (x, d) => Number(x.toFixed(d))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
   const captureRatios = rb.map((r, i) => rc[i].rps / r.rps)
@@ -301,8 +330,10 @@ node -e '
     bare_rps: round(b.rps, 1), capture_rps: round(c.rps, 1), nocapture_rps: round(n.rps, 1),
     capture_ratio: round(captureRatio, 4), nocapture_ratio: round(nocaptureRatio, 4),
     capture_p99_ms: round(c.p99_ms, 3), clicks_sent: sent, clicks_counted: counted,
-    custom_ratio: customRatio === null ? null : round(customRatio, 4)
+    custom_ratio: customRatio === null ? null : round(customRatio, 4),
+    metrics_captured: metricsCaptured, metrics_captured_total: capturedTotal, metrics_published_total: publishedTotal
   }))
 ' "$RESULT_bare" "$RESULT_capture" "$RESULT_nocapture" "[$(IFS=,; echo "${RUNS_bare[*]}")]" \
   "[$(IFS=,; echo "${RUNS_capture[*]}")]" "[$(IFS=,; echo "${RUNS_nocapture[*]}")]" "$CLICKS_SENT" "$COUNTED" \
-  "[$(IFS=,; echo "${RUNS_custom[*]}")]"
+  "[$(IFS=,; echo "${RUNS_custom[*]}")]" "$METRICS_CAPTURED" "$CAPTURED_TOTAL" "$PUBLISHED_TOTAL"
+[ "${METRICS_MISMATCH:-0}" = 0 ] || die "the capture redirector's /metrics disagree with the bench's counts (see above)"

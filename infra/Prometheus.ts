@@ -1,4 +1,4 @@
-import { Effect, Metric, MetricState, Option } from "effect"
+import { Effect, Metric, MetricState, Option, type Scope } from "effect"
 import type { MetricPair } from "effect/MetricPair"
 
 /**
@@ -64,8 +64,71 @@ export const renderMetrics = (pairs: ReadonlyArray<MetricPair.Untyped>): string 
   return `${out.join("\n")}\n`
 }
 
-/** The process's metrics now, as exposition text. */
-export const prometheusText: Effect.Effect<string> = Effect.map(Metric.snapshot, renderMetrics)
+/**
+ * Collectors run before every rendering: they bring into Effect's registry what is counted
+ * elsewhere with plain numbers (the redirector's hot path, pool sizes), so that counting costs
+ * no Effect allocation per request.
+ */
+const collectors = new Set<Effect.Effect<void>>()
+
+/** Runs `collect` before every rendering for as long as the scope lives; `last` when it closes. */
+const addCollector = (
+  collect: Effect.Effect<void>,
+  last: Effect.Effect<void>
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => void collectors.add(collect)),
+    () =>
+      Effect.ensuring(
+        last,
+        Effect.sync(() => collectors.delete(collect))
+      )
+  )
+
+/**
+ * Feeds `counter`, before every rendering and while the scope lives, with what a plain,
+ * ever-growing number went up by since the last time: several sources add up in one counter,
+ * and a source that stops leaves its count behind (collected once more as it stops).
+ */
+export const counterSource = (
+  counter: Metric.Metric.Counter<number>,
+  read: () => number
+): Effect.Effect<void, never, Scope.Scope> => {
+  let seen = 0
+  const collect = Effect.suspend(() => {
+    const now = read()
+    const delta = now - seen
+    seen = now
+    return Metric.incrementBy(counter, delta)
+  })
+  return addCollector(collect, collect)
+}
+
+/**
+ * Feeds `gauge` with a plain number read before every rendering, while the scope lives:
+ * several sources add up, and a source that stops takes its part away.
+ */
+export const gaugeSource = (
+  gauge: Metric.Metric.Gauge<number>,
+  read: () => number
+): Effect.Effect<void, never, Scope.Scope> => {
+  let seen = 0
+  const move = (to: number) =>
+    Effect.suspend(() => {
+      const delta = to - seen
+      seen = to
+      return Metric.incrementBy(gauge, delta)
+    })
+  return addCollector(
+    Effect.suspend(() => move(read())),
+    Effect.suspend(() => move(0))
+  )
+}
+
+/** The process's metrics now, as exposition text (after the collectors ran). */
+export const prometheusText: Effect.Effect<string> = Effect.suspend(() =>
+  Effect.zipRight(Effect.all([...collectors], { discard: true }), Effect.map(Metric.snapshot, renderMetrics))
+)
 
 /** The content type of the exposition format. */
 export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

@@ -6,6 +6,7 @@ import { DatabaseHealth } from "../../domain/ports/Database.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
+import { makeMetricsAnswer, withMetricsPath } from "../../infra/http/MetricsAnswer.js"
 import { naming } from "../../infra/StartupError.js"
 import { cors, html, makeLater, methodNotAllowed, TEXT, unavailable } from "./MediaAnswers.js"
 import { type MediaDeps, mediaCacheBytesConfig, mediaReportsPerMinuteConfig } from "./MediaConfig.js"
@@ -20,7 +21,7 @@ const HEADER_LIST = /^[A-Za-z0-9!#$%&'*+.^_`|~, -]{0,1000}$/
 
 /**
  * The image host: `/{id}.{ext}` (bytes with the current rating), `/v/{id}` (share page),
- * `/v/{id}/report` (abuse reports), `/healthz`, `/readyz`. Every image answer looks the
+ * `/v/{id}/report` (abuse reports), `/healthz`, `/readyz` (and `/metrics`, Media.ts's `withMetricsPath`). Every image answer looks the
  * image up in PostgreSQL first, so a rating change shows on the very next request; only the
  * immutable bytes are cached.
  */
@@ -109,16 +110,19 @@ const make = Effect.gen(function* () {
   const server = yield* serveHttp({
     host: "0.0.0.0",
     port: config.mediaPort,
-    handler: makeMediaHandler({
-      lookup,
-      blob: (key) => run(blobs.get(key).pipe(Effect.map(Option.getOrUndefined))),
-      ping: () => run(health.ping.pipe(Effect.timeout("2 seconds"), Effect.asVoid)),
-      report: (id, reason) => run(reports.file(id, reason).pipe(Effect.asVoid)),
-      basePath,
-      cacheBytes,
-      reportsPerMinute,
-      onError: (error) => Runtime.runFork(runtime)(Effect.logError("media request failed", Cause.die(error)))
-    }),
+    handler: withMetricsPath(
+      makeMediaHandler({
+        lookup,
+        blob: (key) => run(blobs.get(key).pipe(Effect.map(Option.getOrUndefined))),
+        ping: () => run(health.ping.pipe(Effect.timeout("2 seconds"), Effect.asVoid)),
+        report: (id, reason) => run(reports.file(id, reason).pipe(Effect.asVoid)),
+        basePath,
+        cacheBytes,
+        reportsPerMinute,
+        onError: (error) => Runtime.runFork(runtime)(Effect.logError("media request failed", Cause.die(error)))
+      }),
+      makeMetricsAnswer(runtime)
+    ),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("media handler failed", Cause.die(error)))
   }).pipe(naming("MEDIA_PORT", config.mediaPort))
   if (server.fallbackReason !== undefined) {

@@ -172,7 +172,12 @@ export class ClickBuffer {
   count = 0
   /** Clicks taken from the request path (being converted, or converted and waiting to be published). */
   waiting = 0
+  /** Clicks recorded, ever (for /metrics: plain numbers, read when it is rendered). */
+  captured = 0
+  /** Clicks not recorded because the buffer was full, ever. */
   dropped = 0
+  /** Clicks the event log acknowledged, ever (a crashed process's, published here, included). */
+  published = 0
   /** Set while the flusher sleeps: cuts the sleep short when a batch is full. */
   wake: (() => void) | undefined = undefined
   current: ClickRound
@@ -207,6 +212,7 @@ export class ClickBuffer {
       return
     }
     this.current.push(entry, time, peer, userAgent, referer, country)
+    this.captured++
     if (this.spoolIdle) this.spool!.wake()
     if (++this.count >= this.batchSize && this.wake !== undefined) this.wake()
   }

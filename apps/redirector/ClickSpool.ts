@@ -139,6 +139,8 @@ export class ClickSpool implements RoundSpool {
   readonly recovered: Array<ClickRound> = []
   /** Writes that failed (the round then stays in memory only, its file deleted). */
   failures = 0
+  /** Clicks written, ever (for /metrics). */
+  spooled = 0
   lastFailure: unknown = undefined
   private buffer: ClickBuffer | undefined
   private timer: NodeJS.Timeout | NodeJS.Immediate | undefined
@@ -277,6 +279,7 @@ export class ClickSpool implements RoundSpool {
       return this.fail(round, segment, error)
     }
     segment.written = n
+    this.spooled += count
     return true
   }
 

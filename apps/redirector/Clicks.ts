@@ -1,4 +1,4 @@
-import { Effect, Either, Fiber, Metric } from "effect"
+import { Effect, Either, Fiber } from "effect"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
 import { BoundedCache } from "../../infra/BoundedCache.js"
@@ -40,11 +40,6 @@ export interface ClickCaptureOptions {
    */
   readonly spool?: ClickSpool | undefined
 }
-
-const droppedClicks = Metric.counter("redirector_clicks_dropped_total", {
-  description: "Clicks not recorded because the click buffer was full (event log unavailable for too long)."
-})
-const publishedClicks = Metric.counter("redirector_clicks_published_total")
 
 /**
  * Click capture: the buffer for the request path and a flusher that publishes to clicks.v1
@@ -302,7 +297,7 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
         if (chunk.segment !== undefined) spool?.remove(chunk.segment)
         waiting.shift()
         buffer.waiting -= chunk.clicks
-        yield* Metric.incrementBy(publishedClicks, chunk.clicks)
+        buffer.published += chunk.clicks
       }
     })
 
@@ -310,7 +305,6 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
       const dropped = buffer.dropped - reportedDrops
       if (dropped === 0) return
       reportedDrops = buffer.dropped
-      yield* Metric.incrementBy(droppedClicks, dropped)
       yield* Effect.logWarning(`click buffer full: ${dropped} clicks dropped (${buffer.dropped} in all)`)
     })
 

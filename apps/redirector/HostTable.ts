@@ -148,7 +148,8 @@ export interface HostRouting {
  * the canonical host's name (any port), loopback names and addresses (health checks, a local
  * proxy) and a missing Host are canonical; a verified custom host serves the active links of
  * its account only (404 with `X-Robots-Tag: noindex` for any other slug, and for its bare
- * root); any other host gets the 404 page, except for the health and TLS-ask paths.
+ * root); any other host gets the 404 page, except for the health, metrics and TLS-ask paths
+ * (a scraper or a proxy may ask by address).
  */
 export const makeHostRouting = (
   hosts: HostTable,
@@ -177,7 +178,9 @@ export const makeHostRouting = (
     const path = ex.path
     const accountId = hosts.accountOf(name)
     if (accountId === undefined) {
-      return path === "/healthz" || path === "/readyz" || path === TLS_ASK_PATH ? false : notFound(ex, false)
+      return path === "/healthz" || path === "/readyz" || path === "/metrics" || path === TLS_ASK_PATH
+        ? false
+        : notFound(ex, false)
     }
     if (ex.method !== "GET" && ex.method !== "HEAD") return false
     const entry = slugs.byPath.get(path)

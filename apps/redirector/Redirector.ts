@@ -1,6 +1,15 @@
-import { Cause, Config, Context, Effect, Layer, Option, Runtime } from "effect"
+import { Cause, Config, Context, Effect, Layer, Metric, Option, Runtime } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
+import { METRICS_PATH, makeMetricsAnswer } from "../../infra/http/MetricsAnswer.js"
+import {
+  clicksCaptured,
+  clicksDropped,
+  clicksPublished,
+  clicksSpooled,
+  redirectorResponses
+} from "../../infra/Metrics.js"
+import { counterSource } from "../../infra/Prometheus.js"
 import { naming } from "../../infra/StartupError.js"
 import type { ClickBuffer } from "./ClickRound.js"
 import { openClickSpool } from "./ClickSpool.js"
@@ -26,11 +35,34 @@ const notFound = (ex: HttpExchange) =>
     .end(NOT_FOUND_PAGE)
 
 /**
- * Everything that is not a redirect. /healthz and /readyz are reserved slugs
+ * The short host's answers by status class, counted with plain numbers on the request path
+ * (no Effect there) and brought into the metrics registry when `/metrics` is rendered.
+ * Health, metrics and TLS-ask requests are not counted.
+ */
+export class RedirectCounts {
+  /** 302s. */
+  redirects = 0
+  /** 404s (unknown, disabled, expired, another host's) and 405s. */
+  refused = 0
+  /** 503s while the slug table loads. */
+  unavailable = 0
+}
+
+/**
+ * Everything that is not a redirect. /healthz, /readyz and /metrics are reserved slugs
  * (domain/Link.ts), so no link can shadow them and they are looked at only after a miss.
  */
-const otherwise = (ex: HttpExchange, table: SlugTable, routing: HostRouting | undefined) => {
-  if (ex.method !== "GET" && ex.method !== "HEAD") {
+const otherwise = (
+  ex: HttpExchange,
+  table: SlugTable,
+  routing: HostRouting | undefined,
+  counts: RedirectCounts,
+  metrics: HttpHandler
+) => {
+  if (ex.path === METRICS_PATH) {
+    metrics(ex)
+  } else if (ex.method !== "GET" && ex.method !== "HEAD") {
+    counts.refused++
     ex.writeStatus(405).writeHeader("Allow", "GET, HEAD").writeHeader("Content-Type", TEXT).end("Method Not Allowed\n")
   } else if (ex.path === "/healthz") {
     ex.writeStatus(200).writeHeader("Content-Type", TEXT).writeHeader("Cache-Control", "no-store").end("ok\n")
@@ -41,30 +73,37 @@ const otherwise = (ex: HttpExchange, table: SlugTable, routing: HostRouting | un
   } else if (ex.path === TLS_ASK_PATH && routing !== undefined) {
     answerTlsAsk(ex, routing.hosts)
   } else if (!table.ready) {
+    counts.unavailable++
     ex.writeStatus(503)
       .writeHeader("Content-Type", TEXT)
       .writeHeader("Retry-After", "1")
       .writeHeader("Cache-Control", NO_STORE)
       .end("Starting up, try again in a moment.\n")
   } else {
+    counts.refused++
     notFound(ex)
   }
 }
 
 /**
- * The request path: one map lookup, a few header writes and, for a GET, one push into the
- * click buffer. No database, no Effect, no parsing.
+ * The request path: one map lookup, a few header writes, one counter and, for a GET, one push
+ * into the click buffer. No database, no Effect, no parsing.
  */
 export const makeRedirectHandler = (
   table: SlugTable,
   clicks: ClickBuffer | undefined,
   countryHeader: string,
-  routing?: HostRouting
+  routing: HostRouting | undefined,
+  counts: RedirectCounts,
+  metrics: HttpHandler
 ): HttpHandler => {
   const byPath = table.byPath
   return (ex) => {
     // Custom domains (HostTable.ts): the canonical host passes after one header comparison.
-    if (routing?.divert(ex)) return
+    if (routing?.divert(ex)) {
+      counts.refused++
+      return
+    }
     const entry = byPath.get(ex.path)
     if (entry !== undefined) {
       const method = ex.method
@@ -82,12 +121,14 @@ export const makeRedirectHandler = (
             )
           }
           ex.writeStatus(302).writeHeader("Location", entry.location).writeHeader("Cache-Control", NO_STORE).end("")
+          counts.redirects++
           return
         }
+        counts.refused++
         return notFound(ex)
       }
     }
-    otherwise(ex, table, routing)
+    otherwise(ex, table, routing, counts, metrics)
   }
 }
 
@@ -124,15 +165,25 @@ const make = Effect.gen(function* () {
     : undefined
   // Acquired before the server, so released after it: the last clicks are published once
   // nothing can add more.
-  const clicks = capture
-    ? yield* makeClickCapture(yield* makeVisitorSecrets, { spool: yield* openClickSpool })
-    : undefined
+  const spool = capture ? yield* openClickSpool : undefined
+  const clicks = capture ? yield* makeClickCapture(yield* makeVisitorSecrets, { spool }) : undefined
+  if (clicks !== undefined) {
+    // Plain numbers on the request path and the flusher; /metrics reads them (infra/Prometheus.ts).
+    yield* counterSource(clicksCaptured, () => clicks.captured)
+    yield* counterSource(clicksDropped, () => clicks.dropped)
+    yield* counterSource(clicksPublished, () => clicks.published)
+    if (spool !== undefined) yield* counterSource(clicksSpooled, () => spool.spooled)
+  }
   const runtime = yield* Effect.runtime<never>()
+  const counts = new RedirectCounts()
+  yield* counterSource(Metric.tagged(redirectorResponses, "class", "3xx"), () => counts.redirects)
+  yield* counterSource(Metric.tagged(redirectorResponses, "class", "4xx"), () => counts.refused)
+  yield* counterSource(Metric.tagged(redirectorResponses, "class", "5xx"), () => counts.unavailable)
   const server = yield* serveHttp({
     host: "0.0.0.0",
     port: config.shortPort,
     reusePort,
-    handler: makeRedirectHandler(table, clicks, config.countryHeader, routing),
+    handler: makeRedirectHandler(table, clicks, config.countryHeader, routing, counts, makeMetricsAnswer(runtime)),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("redirect handler failed", Cause.die(error)))
   }).pipe(naming("SHORT_PORT", config.shortPort))
   if (server.fallbackReason !== undefined) {

@@ -5,6 +5,7 @@ import { SnapshotRepo } from "../../domain/ports/SnapshotRepo.js"
 import { isServed, isSnapshotId, type Manifest, snapshotBlobKey } from "../../domain/Snapshot.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpAnswer, type HttpEngine, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
+import { makeMetricsAnswer, withMetricsPath } from "../../infra/http/MetricsAnswer.js"
 
 /** The policy every answer of the snapshot host carries (DESIGN.md "Snapshots"). */
 export const SNAPSHOT_CSP =
@@ -114,12 +115,15 @@ const make = Effect.gen(function* () {
   const server = yield* serveHttp({
     host: "0.0.0.0",
     port: config.snapshotPort,
-    handler: makeSnapshotHandler({
-      served,
-      blob: (sha) => run(blobs.get(snapshotBlobKey(sha)).pipe(Effect.map(Option.getOrUndefined))),
-      ping: () => run(health.ping.pipe(Effect.timeout("2 seconds"), Effect.asVoid)),
-      onError: (error) => Runtime.runFork(runtime)(Effect.logError("snapshot request failed", Cause.die(error)))
-    }),
+    handler: withMetricsPath(
+      makeSnapshotHandler({
+        served,
+        blob: (sha) => run(blobs.get(snapshotBlobKey(sha)).pipe(Effect.map(Option.getOrUndefined))),
+        ping: () => run(health.ping.pipe(Effect.timeout("2 seconds"), Effect.asVoid)),
+        onError: (error) => Runtime.runFork(runtime)(Effect.logError("snapshot request failed", Cause.die(error)))
+      }),
+      makeMetricsAnswer(runtime)
+    ),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("snapshot handler failed", Cause.die(error)))
   })
   yield* Effect.logInfo(

@@ -171,6 +171,8 @@ export interface Projection {
   /** Event ids to remember once the insert has succeeded. */
   readonly ids: ReadonlyArray<string>
   readonly duplicates: number
+  /** Clicks in the insert (for /metrics). */
+  readonly clicks: number
 }
 
 /**
@@ -183,11 +185,12 @@ export interface Projection {
 export const projectBatch = (batch: Batch<ClickEvent>, watermark: number, recent: RecentIds): Projection => {
   const ids: Array<string> = []
   if (batch.lastOffset <= watermark) {
-    return { insert: undefined, ids: batch.events.map((e) => e.event.id), duplicates: 0 }
+    return { insert: undefined, ids: batch.events.map((e) => e.event.id), duplicates: 0, clicks: 0 }
   }
   const inBatch = new Set<string>()
   const rows: Array<ClickRow> = []
   let duplicates = 0
+  let clicks = 0
   for (const { event, record } of batch.events) {
     ids.push(event.id)
     if (record.offset <= watermark) continue
@@ -196,6 +199,7 @@ export const projectBatch = (batch: Batch<ClickEvent>, watermark: number, recent
       continue
     }
     inBatch.add(event.id)
+    clicks += clickCount(event)
     if (event.type === "clicks.recorded") {
       const data = event.data
       if ("clicks" in data) for (const click of data.clicks) rows.push(batchedClickRow(data.link_id, click, record))
@@ -204,5 +208,5 @@ export const projectBatch = (batch: Batch<ClickEvent>, watermark: number, recent
       rows.push(toClickRow(event, record))
     }
   }
-  return { insert: { partition: batch.partition, upTo: batch.lastOffset, rows }, ids, duplicates }
+  return { insert: { partition: batch.partition, upTo: batch.lastOffset, rows }, ids, duplicates, clicks }
 }

@@ -1,7 +1,8 @@
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Metric } from "effect"
 import { Analytics } from "../../domain/Analytics.js"
 import { type Batch, EventLog } from "../../domain/EventLog.js"
 import { type ClickEvent, Topics } from "../../domain/Events.js"
+import { clicksProjected, projectorLag } from "../../infra/Metrics.js"
 import { projectBatch, RecentIds, splitBatch } from "./ClickBatch.js"
 import { PROJECTOR_GROUP, PROJECTOR_LINGER_MS, PROJECTOR_MAX_BATCH } from "./ClickProjectorConfig.js"
 import { ClickEventWire } from "./ClickWire.js"
@@ -61,6 +62,9 @@ export const makeClickHandler = Effect.gen(function* () {
             )
           )
           st.watermark = insert.upTo
+          yield* Metric.incrementBy(clicksProjected, projection.clicks)
+          const appended = run.events[0]?.record.timestamp
+          if (appended !== undefined) yield* Metric.set(projectorLag, Math.max(0, Date.now() - appended) / 1000)
         }
         for (const id of projection.ids) st.recent.add(id)
         duplicates += projection.duplicates

@@ -6,6 +6,7 @@ import { BlobStore } from "../../domain/ports/BlobStore.js"
 import { Classifier, ClassifierError } from "../../domain/ports/Classifier.js"
 import { Transactions } from "../../domain/ports/Database.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
+import { classifierDuration, timed } from "../../infra/Metrics.js"
 import { ImageTraces } from "../../infra/postgres/ImageTraces.js"
 import { withJobSpan } from "../../infra/Tracing.js"
 
@@ -62,7 +63,8 @@ export const makeImageClassifierHandler = (options: ImageClassifierOptions = {})
         Effect.flatMap(
           Option.match({
             onNone: () => Effect.succeedNone,
-            onSome: (bytes) => Effect.asSome(classifier.classify(bytes))
+            onSome: (bytes) =>
+              Effect.asSome(classifier.classify(bytes).pipe(timed(classifierDuration, "rated", "failed")))
           })
         ),
         Effect.tapError((e) =>

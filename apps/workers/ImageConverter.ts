@@ -1,10 +1,12 @@
-import { Cause, Effect, Layer, Queue, Runtime, Schedule, Schema } from "effect"
+import { Cause, Effect, Layer, Metric, Queue, Runtime, Schedule, Schema } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { type ImageId, isImageId } from "../../domain/Image.js"
 import { BlobStore } from "../../domain/ports/BlobStore.js"
 import { IMAGE_JOBS_CHANNEL, ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import { Notifications } from "../../domain/ports/Notifications.js"
+import { conversionJobs } from "../../infra/Metrics.js"
+import { gaugeSource } from "../../infra/Prometheus.js"
 import { converterConfig, defaultImageConverterOptions, type ImageConverterOptions } from "./ImageConverterConfig.js"
 import { makeJobProcessor } from "./ImageJob.js"
 
@@ -52,6 +54,9 @@ export const runImageConverter = (options: ImageConverterOptions) =>
     // sweep finds its job again.
     const queued = new Set<ImageId>()
     const queue = yield* Effect.acquireRelease(Queue.dropping<ImageId>(1024), Queue.shutdown)
+    let processing = 0
+    yield* gaugeSource(Metric.tagged(conversionJobs, "state", "waiting"), () => queued.size - processing)
+    yield* gaugeSource(Metric.tagged(conversionJobs, "state", "processing"), () => processing)
     const enqueue = (imageId: string) =>
       Effect.suspend(() => {
         // Ids from a notification or an event are decoded here: another shape names no job.
@@ -68,9 +73,11 @@ export const runImageConverter = (options: ImageConverterOptions) =>
 
     const runner = Queue.take(queue).pipe(
       Effect.flatMap((imageId) =>
-        processJob(imageId).pipe(
+        Effect.sync(() => processing++).pipe(
+          Effect.zipRight(processJob(imageId)),
           Effect.ensuring(
             Effect.sync(() => {
+              processing--
               queued.delete(imageId)
             })
           )

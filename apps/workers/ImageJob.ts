@@ -5,6 +5,7 @@ import { Codec, type ConvertError, isTransient } from "../../domain/ports/Codec.
 import { type DatabaseError, Transactions } from "../../domain/ports/Database.js"
 import { ImageJobRepo } from "../../domain/ports/ImageJobRepo.js"
 import { ImageRepo } from "../../domain/ports/ImageRepo.js"
+import { conversionDuration, timed } from "../../infra/Metrics.js"
 import { ImageTraces } from "../../infra/postgres/ImageTraces.js"
 import { withJobSpan } from "../../infra/Tracing.js"
 import { type ImageConverterOptions, retryDelay } from "./ImageConverterConfig.js"
@@ -92,7 +93,10 @@ const makeAttempt = (options: ImageConverterOptions, { transactions, codec, blob
       const stored = yield* blobs.get(job.sourceKey)
       if (Option.isNone(stored)) return yield* new SourceMissing()
       const source = stored.value
-      const converted = yield* Effect.raceFirst(codec.convert(source, { tier: job.tier }), keepLease(job.imageId))
+      const converted = yield* Effect.raceFirst(
+        codec.convert(source, { tier: job.tier }).pipe(timed(conversionDuration, "converted", "failed")),
+        keepLease(job.imageId)
+      )
       const key = `images/${job.imageId}.${extensionOf(converted.mime_type)}`
       // Do not write over a blob that a worker which took over may already have published.
       yield* stillHeld(job.imageId)

@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto"
 import os from "node:os"
-import { Cause, Config, Data, Effect, Either, Layer, Option, Queue, Runtime, Schedule, Schema } from "effect"
+import { Cause, Config, Data, Effect, Either, Layer, Metric, Option, Queue, Runtime, Schedule, Schema } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { Topics } from "../../domain/Events.js"
 import { Transactions } from "../../domain/ports/Database.js"
 import { Notifications } from "../../domain/ports/Notifications.js"
 import { SNAPSHOT_JOBS_CHANNEL, type SnapshotJob, SnapshotJobRepo } from "../../domain/ports/SnapshotRepo.js"
 import { SNAPSHOT_BUDGET } from "../../domain/Snapshot.js"
+import { snapshotCaptures, snapshotDuration, timed } from "../../infra/Metrics.js"
 import { type CaptureBudget, CaptureFailed, capturePage } from "./snapshot/Capture.js"
 
 export interface SnapshotCaptureOptions {
@@ -65,26 +66,32 @@ export const runSnapshotCapture = (options: SnapshotCaptureOptions) =>
         }
       })
 
+    const counted = (outcome: "captured" | "retry" | "failed") =>
+      Metric.increment(Metric.tagged(snapshotCaptures, "outcome", outcome))
+
     const end = (job: SnapshotJob, failure: CaptureFailed | LeaseLost) => {
       if (failure._tag === "LeaseLost") return Effect.logWarning("snapshot capture: lease lost; stopped")
       const attempt = job.attempts + 1
       if (failure.temporary && attempt < options.maxAttempts) {
         const delay = options.retryBaseMs * 2 ** (attempt - 1)
-        return jobs
-          .retryLater(job.snapshotId, options.workerId, failure.reason, delay)
-          .pipe(
-            Effect.zipRight(
-              Effect.logWarning(`snapshot capture: attempt ${attempt} failed (${failure.reason}); retry in ${delay} ms`)
-            )
+        return counted("retry").pipe(
+          Effect.zipRight(jobs.retryLater(job.snapshotId, options.workerId, failure.reason, delay)),
+          Effect.zipRight(
+            Effect.logWarning(`snapshot capture: attempt ${attempt} failed (${failure.reason}); retry in ${delay} ms`)
           )
+        )
       }
       const reason = failure.temporary ? `${failure.reason} (after ${attempt} attempts)` : failure.reason
-      return transactions.withTransaction(jobs.markFailed(job.snapshotId, options.workerId, reason))
+      return Effect.zipRight(
+        counted("failed"),
+        transactions.withTransaction(jobs.markFailed(job.snapshotId, options.workerId, reason))
+      )
     }
 
     const run = (job: SnapshotJob) =>
       Effect.gen(function* () {
-        const outcome = yield* Effect.raceFirst(capturePage(job.url, options.budget), keepLease(job.snapshotId)).pipe(
+        const capture = capturePage(job.url, options.budget).pipe(timed(snapshotDuration, "captured", "failed"))
+        const outcome = yield* Effect.raceFirst(capture, keepLease(job.snapshotId)).pipe(
           Effect.catchTag("BlobStoreError", (e) =>
             Effect.fail(new CaptureFailed({ reason: `storage: ${e.message}`, temporary: true }))
           ),
@@ -95,6 +102,7 @@ export const runSnapshotCapture = (options: SnapshotCaptureOptions) =>
           jobs.markCaptured(job.snapshotId, options.workerId, outcome.right)
         )
         if (Option.isNone(done)) yield* Effect.logWarning("snapshot capture: lease lost before the capture was stored")
+        else yield* counted("captured")
       }).pipe(
         // Stopping (SIGTERM, scope closed): the lease goes back at once, so a restarted or another worker resumes it.
         Effect.onInterrupt(() =>
@@ -109,6 +117,7 @@ export const runSnapshotCapture = (options: SnapshotCaptureOptions) =>
         if (claimed.value.attempts >= options.maxAttempts) {
           // Each attempt left its lease to run out: the page stops its worker (a crash, a hang).
           const reason = `capture_aborted: the capture stopped its worker ${claimed.value.attempts} times`
+          yield* counted("failed")
           return yield* transactions.withTransaction(jobs.markFailed(id, options.workerId, reason))
         }
         yield* run(claimed.value)

@@ -1,8 +1,16 @@
-import { Cause, Data, Effect, Exit, Option, type Schema, type Scope } from "effect"
+import { Cause, Data, Effect, Exit, Metric, Option, type Schema, type Scope } from "effect"
 import { type Batch, deadLetterTopic, type EventLogError, type SubscribeOptions } from "../../domain/EventLog.js"
 import { type BackoffStep, nextBackoff, retryWithBackoff } from "./Backoff.js"
 import { type EmbeddedStore, logError, toRecord } from "./EmbeddedStore.js"
-import { DEFAULT_MAX_BATCH, decoder, HandlerFailed, PARTITIONS, POLL_INTERVAL_MS, runHandler } from "./Shared.js"
+import {
+  consumerLag,
+  DEFAULT_MAX_BATCH,
+  decoder,
+  HandlerFailed,
+  PARTITIONS,
+  POLL_INTERVAL_MS,
+  runHandler
+} from "./Shared.js"
 
 type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
@@ -37,6 +45,7 @@ export const subscribeGroup = <A, I, E, R>(
       )
       .pipe(Effect.mapError(logError(`cannot join group ${group}`)))
     const wait = yield* store.wakeups(topic)
+    const lag = consumerLag(group, topic)
 
     /**
      * Number of records consumed, or Locked when another member holds the partition. Runs
@@ -72,8 +81,8 @@ export const subscribeGroup = <A, I, E, R>(
         return records.length
       }).pipe(sql.withTransaction)
 
-    const pending = sql<{ partition: number }>`
-      SELECT o.partition FROM event_log_offsets o
+    const pending = sql<{ partition: number; lag: number }>`
+      SELECT o.partition, (h.next_offset - o.next_offset)::float8 AS lag FROM event_log_offsets o
       JOIN event_log_heads h ON h.topic = o.topic AND h.partition = o.partition
       WHERE o.group_id = ${group} AND o.topic = ${topic} AND h.next_offset > o.next_offset`
 
@@ -86,7 +95,13 @@ export const subscribeGroup = <A, I, E, R>(
     /** One pass over the partitions with records to consume; true when some were consumed. */
     const sweep = (restore: Restore) =>
       Effect.gen(function* () {
-        const ready = (yield* restore(pending)).map((r) => r.partition)
+        const rows = yield* restore(pending)
+        // The group's lag as this sweep finds it (every partition, whoever holds it): for /metrics.
+        yield* Metric.set(
+          lag,
+          rows.reduce((sum, r) => sum + Number(r.lag), 0)
+        )
+        const ready = rows.map((r) => r.partition)
         const now = Date.now()
         let progressed = false
         rotation = (rotation + 1) % PARTITIONS

@@ -1,4 +1,4 @@
-import { Cause, Effect, Exit, FiberSet, type Schema, type Scope } from "effect"
+import { Cause, Effect, Exit, FiberSet, Metric, Runtime, type Schema, type Scope } from "effect"
 import type { Consumer, EachBatchPayload } from "kafkajs"
 import {
   type Batch,
@@ -9,7 +9,7 @@ import {
 } from "../../domain/EventLog.js"
 import { type BackoffStep, nextBackoff } from "./Backoff.js"
 import { type KafkaClient, kafkaError, retriable, toRecord } from "./KafkaClient.js"
-import { DEFAULT_MAX_BATCH, decoder, HandlerFailed, runHandler } from "./Shared.js"
+import { consumerLag, DEFAULT_MAX_BATCH, decoder, HandlerFailed, runHandler } from "./Shared.js"
 
 const chunks = <T>(items: ReadonlyArray<T>, size: number): Array<ReadonlyArray<T>> => {
   const out: Array<ReadonlyArray<T>> = []
@@ -151,6 +151,11 @@ export const subscribeGroup = <A, I, E, R>(
       )
     }
     const consumer = yield* acquireConsumer(client, group)
+    // Per partition this member consumed, the records after its last commit (from the fetch's
+    // high watermark): their sum is the group's lag as this process knows it, for /metrics.
+    const lags = new Map<number, number>()
+    const lag = consumerLag(group, topic)
+    const runtime = yield* Effect.runtime<never>()
     const process = (records: ReadonlyArray<LogRecord>, partition: number) =>
       Effect.gen(function* () {
         const { batch, poison } = decode(topic, partition, records)
@@ -171,9 +176,13 @@ export const subscribeGroup = <A, I, E, R>(
       startAt._tag === "Beginning",
       options.maxBatch ?? DEFAULT_MAX_BATCH,
       process,
-      async ({ resolveOffset, commitOffsetsIfNecessary, uncommittedOffsets }, lastOffset) => {
+      async ({ batch, resolveOffset, commitOffsetsIfNecessary, uncommittedOffsets }, lastOffset) => {
         resolveOffset(String(lastOffset))
         await commitOffsetsIfNecessary(uncommittedOffsets())
+        lags.set(batch.partition, Math.max(0, Number(batch.highWatermark) - lastOffset - 1))
+        let sum = 0
+        for (const n of lags.values()) sum += n
+        Runtime.runSync(runtime)(Metric.set(lag, sum))
       }
     )
   })

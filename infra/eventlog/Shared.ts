@@ -1,5 +1,6 @@
-import { Cause, Data, Effect, Either, Schema } from "effect"
+import { Cause, Data, Effect, Either, Metric, Schema } from "effect"
 import type { Batch, LogRecord, PartitionOffset, StartAt } from "../../domain/EventLog.js"
+import { eventLogConsumerLag } from "../Metrics.js"
 
 /** Partitions per topic, in both adapters. */
 export const PARTITIONS = 8
@@ -19,6 +20,10 @@ export const partitionOf = (key: string, partitions = PARTITIONS): number => {
   }
   return (h >>> 0) % partitions
 }
+
+/** The lag gauge of a consumer group on a topic (records not consumed yet), in both adapters. */
+export const consumerLag = (group: string, topic: string) =>
+  eventLogConsumerLag.pipe(Metric.tagged("group", group), Metric.tagged("topic", topic))
 
 /** A handler failed (or died): the batch is delivered again. */
 export class HandlerFailed extends Data.TaggedError("HandlerFailed")<{ readonly cause: Cause.Cause<unknown> }> {}

@@ -1,8 +1,9 @@
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Effect, Layer, Queue, Schedule } from "effect"
+import { Duration, Effect, Layer, Metric, Queue, Schedule } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { retryWithBackoff } from "../eventlog/Backoff.js"
 import { POLL_INTERVAL_MS } from "../eventlog/Shared.js"
+import { outboxDepth, outboxRelayed } from "../Metrics.js"
 import { listenInBackground } from "./Listen.js"
 
 /** The advisory lock that makes one relay at a time publish (so the log gets the outbox order). */
@@ -34,7 +35,7 @@ const make = Effect.gen(function* () {
       yield* sql.unsafe(`UPDATE outbox SET published_at = now() WHERE seq = ANY($1::bigint[])`, [
         rows.map((r) => r.seq)
       ])
-      return rows.length
+      return byTopic
     }).pipe(
       Effect.withSpan("OutboxRelay.batch", {
         kind: "producer",
@@ -43,16 +44,35 @@ const make = Effect.gen(function* () {
       })
     )
 
-  /** Rows published, or undefined when another relay holds the lock. */
-  const relayBatch = Effect.gen(function* () {
+  /** Rows published by topic, or undefined when another relay holds the lock. */
+  const relayLocked = Effect.gen(function* () {
     const [lock] = yield* sql<{ locked: boolean }>`
       SELECT pg_try_advisory_xact_lock(${RELAY_LOCK_ID.toString()}::bigint) AS locked`
     if (!lock?.locked) return undefined
     const rows = yield* sql<{ seq: string; topic: string; key: string; event: unknown }>`
       SELECT seq, topic, key, event FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT ${BATCH}`
-    if (rows.length === 0) return 0
+    // The depth as this round sees it: a full batch may have more behind it (counted on the partial index).
+    const depth =
+      rows.length < BATCH
+        ? rows.length
+        : ((yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL`)[0]?.n ?? 0)
+    yield* Metric.set(outboxDepth, depth)
+    if (rows.length === 0) return new Map<string, ReadonlyArray<unknown>>()
     return yield* publish(rows)
   }).pipe(sql.withTransaction)
+
+  /** Rows published (counted once committed), or undefined when another relay holds the lock. */
+  const relayBatch = Effect.flatMap(relayLocked, (byTopic) =>
+    Effect.gen(function* () {
+      if (byTopic === undefined) return undefined
+      let relayed = 0
+      for (const [topic, records] of byTopic) {
+        relayed += records.length
+        yield* Metric.incrementBy(Metric.tagged(outboxRelayed, "topic", topic), records.length)
+      }
+      return relayed
+    })
+  )
 
   const wake = yield* Queue.sliding<void>(1)
   yield* listenInBackground(sql, "outbox", yield* Effect.scope, () => wake.unsafeOffer(undefined))
