@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import { hostname } from "node:os"
 import * as path from "node:path"
+import { isMainThread, threadId, workerData } from "node:worker_threads"
 import { crc32 } from "node:zlib"
 import { Config, Effect } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
@@ -15,7 +17,7 @@ import type { SlugEntry } from "./SlugTable.js"
  */
 export const SPOOL_INTERVAL_MS = 1
 
-/** One round's file: `<host>@<pid>@<order>@<round id>.clicks`, frames appended to it. */
+/** One round's file: `<host>@<owner>@<order>@<round id>.clicks`, frames appended to it. */
 interface Segment {
   path: string
   fd: number
@@ -28,11 +30,31 @@ interface Segment {
 }
 
 /**
- * Files the spools of this process hold: a file named with this process's pid is an earlier
+ * Files the spools of this thread hold: a file named with this thread's owner is an earlier
  * incarnation's (same pid after a restart in a container) unless a spool here holds it (the
- * tests, or apps/all, may run several redirectors in one process).
+ * tests, or apps/all, may run several redirectors in one thread).
  */
 const held = new Set<string>()
+
+/**
+ * Marks this process's start, shared by its threads (apps/redirector/Threads.ts hands the main
+ * thread's to its workers): a file of this pid with another mark is a dead incarnation's.
+ */
+export const spoolIncarnation: string =
+  !isMainThread && typeof workerData?.spoolIncarnation === "string"
+    ? workerData.spoolIncarnation
+    : randomBytes(4).toString("hex")
+/** The owner part of a file name: `<pid>.<incarnation>.<thread id>` (older files: `<pid>`). */
+const OWNER = `${process.pid}.${spoolIncarnation}.${threadId}`
+
+/** Whether the owner of a spool file may still be writing it, so that it must not be taken. */
+const ownerAlive = (owner: string, file: string) => {
+  const [pid, incarnation, thread] = owner.split(".")
+  if (Number(pid) !== process.pid) return isAlive(Number(pid))
+  // A sibling thread lives as long as this process (a thread that dies ends the process).
+  if (incarnation === spoolIncarnation && Number(thread) !== threadId) return true
+  return held.has(file)
+}
 
 const VALUES = 1
 const CLICKS = 2
@@ -130,7 +152,7 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
  * machine that loses power also loses what the OS had not yet written to disk (Linux writes
  * dirty pages back within ~30 s). Sealed when the flusher takes the
  * round and deleted once the event log has acknowledged the round's events. At start, the
- * files of processes of this host that are gone are claimed (renamed, so two starting
+ * files of processes (and incarnations) of this host that are gone are claimed (renamed, so two starting
  * processes cannot both take one) and read back for publishing first; their round ids come
  * back with them, so events published before a crash keep their ids and are counted once.
  */
@@ -160,10 +182,10 @@ export class ClickSpool implements RoundSpool {
       .filter((n) => n.endsWith(".clicks"))
       .sort(byOrder)
     for (const name of names) {
-      const [host, pid, order, id] = name.slice(0, -".clicks".length).split("@")
+      const [host, owner, order, id] = name.slice(0, -".clicks".length).split("@")
       if (host !== this.host || id === undefined || !/^evt_[0-9a-f]+$/.test(id)) continue
-      if (Number(pid) === process.pid ? held.has(path.join(this.dir, name)) : isAlive(Number(pid))) continue
-      const claimed = path.join(this.dir, `${this.host}@${process.pid}@${order}@${id}.clicks`)
+      if (ownerAlive(owner!, path.join(this.dir, name))) continue
+      const claimed = path.join(this.dir, `${this.host}@${OWNER}@${order}@${id}.clicks`)
       try {
         fs.renameSync(path.join(this.dir, name), claimed)
       } catch {
@@ -209,7 +231,7 @@ export class ClickSpool implements RoundSpool {
     if (segment === undefined) {
       if (n === 0) return false
       const order = `${Date.now().toString(36).padStart(10, "0")}-${(this.order++).toString(36).padStart(8, "0")}`
-      const file = path.join(this.dir, `${this.host}@${process.pid}@${order}@${round.id}.clicks`)
+      const file = path.join(this.dir, `${this.host}@${OWNER}@${order}@${round.id}.clicks`)
       try {
         segment = {
           path: file,
