@@ -1,13 +1,12 @@
-import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import { hostname } from "node:os"
 import * as path from "node:path"
-import { isMainThread, threadId, workerData } from "node:worker_threads"
 import { crc32 } from "node:zlib"
 import { Config, Effect } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type ClickBuffer, ClickRound, type Interned, type RoundSpool } from "./ClickRound.js"
 import type { SlugEntry } from "./SlugTable.js"
+import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 
 /**
  * The least time between two writes of the spool. A click is written at the end of the event
@@ -29,46 +28,10 @@ interface Segment {
   readonly entries: Map<SlugEntry, number>
 }
 
-/**
- * Files the spools of this thread hold: a file named with this thread's owner is an earlier
- * incarnation's (same pid after a restart in a container) unless a spool here holds it (the
- * tests, or apps/all, may run several redirectors in one thread).
- */
-const held = new Set<string>()
-
-/**
- * Marks this process's start, shared by its threads (apps/redirector/Threads.ts hands the main
- * thread's to its workers): a file of this pid with another mark is a dead incarnation's.
- */
-export const spoolIncarnation: string =
-  !isMainThread && typeof workerData?.spoolIncarnation === "string"
-    ? workerData.spoolIncarnation
-    : randomBytes(4).toString("hex")
-/** The owner part of a file name: `<pid>.<incarnation>.<thread id>` (older files: `<pid>`). */
-const OWNER = `${process.pid}.${spoolIncarnation}.${threadId}`
-
-/** Whether the owner of a spool file may still be writing it, so that it must not be taken. */
-const ownerAlive = (owner: string, file: string) => {
-  const [pid, incarnation, thread] = owner.split(".")
-  if (Number(pid) !== process.pid) return isAlive(Number(pid))
-  // A sibling thread lives as long as this process (a thread that dies ends the process).
-  if (incarnation === spoolIncarnation && Number(thread) !== threadId) return true
-  return held.has(file)
-}
-
 const VALUES = 1
 const CLICKS = 2
 const ENTRY_COLUMN = 4
 const safeHost = () => hostname().replace(/[^A-Za-z0-9-]/g, "_") || "host"
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 const columnsOf = (round: ClickRound): ReadonlyArray<Interned> => [
   round.peerValues,

@@ -5,8 +5,8 @@ import { Cause, Config, Deferred, Effect, Exit, FiberId, Layer, Scope } from "ef
 import { AppConfig } from "../../infra/AppConfig.js"
 import { failureLine, LoggingLive, runMain } from "../../infra/Main.js"
 import { listenFailed, StartupError } from "../../infra/StartupError.js"
-import { spoolIncarnation } from "./ClickSpool.js"
 import { reusePortConfig } from "./Redirector.js"
+import { spoolIncarnation } from "./SpoolOwner.js"
 
 /**
  * REDIRECTOR_THREADS: how many worker threads of one process serve SHORT_PORT, each a whole
