@@ -31,6 +31,22 @@ export const LoggingLive = Layer.unwrapEffect(
 )
 
 /**
+ * The one line that says why an app could not start (a bad setting names its variable, a
+ * port that cannot be bound names its variable, a known failure says what and why), or
+ * undefined for a defect.
+ */
+export const failureLine = (cause: Cause.Cause<unknown>): string | undefined => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isNone(failure)) return undefined
+  if (ConfigError.isConfigError(failure.value)) return `configuration error: ${String(failure.value)}`
+  if (failure.value instanceof StartupError) return `start-up failed: ${failure.value.message}`
+  // A known failure (database unreachable, port taken…): one line that says what and why.
+  const e = failure.value as { _tag?: string; message?: string; cause?: { message?: string } }
+  const why = e.cause?.message ? `: ${e.cause.message}` : ""
+  return `start-up failed: ${e._tag ?? "error"}: ${e.message ?? String(e)}${why}`
+}
+
+/**
  * Runs an app until SIGINT/SIGTERM, then releases its layers in reverse order: the HTTP
  * server stops accepting and drains in-flight requests, then pools close, then the
  * embedded database stops, and the last log line says so. A bad setting or a port that
@@ -46,30 +62,12 @@ export const runMain = <E>(app: Layer.Layer<never, E>) =>
       ),
       Effect.provide(LoggingLive),
       Effect.catchAllCause((cause) => {
-        const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure) && ConfigError.isConfigError(failure.value)) {
-          return Effect.sync(() => {
-            process.stderr.write(`configuration error: ${String(failure.value)}\n`)
-            process.exitCode = 1
-          })
-        }
-        if (Option.isSome(failure) && failure.value instanceof StartupError) {
-          const message = failure.value.message
-          return Effect.sync(() => {
-            process.stderr.write(`start-up failed: ${message}\n`)
-            process.exitCode = 1
-          })
-        }
-        if (Option.isSome(failure)) {
-          // A known failure (database unreachable, port taken…): one line that says what and why.
-          const e = failure.value as { _tag?: string; message?: string; cause?: { message?: string } }
-          const why = e.cause?.message ? `: ${e.cause.message}` : ""
-          return Effect.sync(() => {
-            process.stderr.write(`start-up failed: ${e._tag ?? "error"}: ${e.message ?? String(e)}${why}\n`)
-            process.exitCode = 1
-          })
-        }
-        return Effect.failCause(cause)
+        const line = failureLine(cause)
+        if (line === undefined) return Effect.failCause(cause)
+        return Effect.sync(() => {
+          process.stderr.write(`${line}\n`)
+          process.exitCode = 1
+        })
       })
     ),
     { disablePrettyLogger: true }

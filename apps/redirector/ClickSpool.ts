@@ -6,6 +6,7 @@ import { Config, Effect } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type ClickBuffer, ClickRound, type Interned, type RoundSpool } from "./ClickRound.js"
 import type { SlugEntry } from "./SlugTable.js"
+import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 
 /**
  * The least time between two writes of the spool. A click is written at the end of the event
@@ -15,7 +16,7 @@ import type { SlugEntry } from "./SlugTable.js"
  */
 export const SPOOL_INTERVAL_MS = 1
 
-/** One round's file: `<host>@<pid>@<order>@<round id>.clicks`, frames appended to it. */
+/** One round's file: `<host>@<owner>@<order>@<round id>.clicks`, frames appended to it. */
 interface Segment {
   path: string
   fd: number
@@ -27,26 +28,10 @@ interface Segment {
   readonly entries: Map<SlugEntry, number>
 }
 
-/**
- * Files the spools of this process hold: a file named with this process's pid is an earlier
- * incarnation's (same pid after a restart in a container) unless a spool here holds it (the
- * tests, or apps/all, may run several redirectors in one process).
- */
-const held = new Set<string>()
-
 const VALUES = 1
 const CLICKS = 2
 const ENTRY_COLUMN = 4
 const safeHost = () => hostname().replace(/[^A-Za-z0-9-]/g, "_") || "host"
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
 
 const columnsOf = (round: ClickRound): ReadonlyArray<Interned> => [
   round.peerValues,
@@ -130,7 +115,7 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
  * machine that loses power also loses what the OS had not yet written to disk (Linux writes
  * dirty pages back within ~30 s). Sealed when the flusher takes the
  * round and deleted once the event log has acknowledged the round's events. At start, the
- * files of processes of this host that are gone are claimed (renamed, so two starting
+ * files of processes (and incarnations) of this host that are gone are claimed (renamed, so two starting
  * processes cannot both take one) and read back for publishing first; their round ids come
  * back with them, so events published before a crash keep their ids and are counted once.
  */
@@ -162,10 +147,10 @@ export class ClickSpool implements RoundSpool {
       .filter((n) => n.endsWith(".clicks"))
       .sort(byOrder)
     for (const name of names) {
-      const [host, pid, order, id] = name.slice(0, -".clicks".length).split("@")
+      const [host, owner, order, id] = name.slice(0, -".clicks".length).split("@")
       if (host !== this.host || id === undefined || !/^evt_[0-9a-f]+$/.test(id)) continue
-      if (Number(pid) === process.pid ? held.has(path.join(this.dir, name)) : isAlive(Number(pid))) continue
-      const claimed = path.join(this.dir, `${this.host}@${process.pid}@${order}@${id}.clicks`)
+      if (ownerAlive(owner!, path.join(this.dir, name))) continue
+      const claimed = path.join(this.dir, `${this.host}@${OWNER}@${order}@${id}.clicks`)
       try {
         fs.renameSync(path.join(this.dir, name), claimed)
       } catch {
@@ -211,7 +196,7 @@ export class ClickSpool implements RoundSpool {
     if (segment === undefined) {
       if (n === 0) return false
       const order = `${Date.now().toString(36).padStart(10, "0")}-${(this.order++).toString(36).padStart(8, "0")}`
-      const file = path.join(this.dir, `${this.host}@${process.pid}@${order}@${round.id}.clicks`)
+      const file = path.join(this.dir, `${this.host}@${OWNER}@${order}@${round.id}.clicks`)
       try {
         segment = {
           path: file,

@@ -211,7 +211,10 @@ const drainPending = (state: ServerState, ms: number) =>
 
 export const serveUws = (uws: UwsModule, options: ServeOptions, deadlines: HttpDeadlines) =>
   Effect.acquireRelease(
-    Effect.async<{ socket: Uws.us_listen_socket; state: ServerState; port: number }, HttpServerError>((resume) => {
+    Effect.async<
+      { app: Uws.TemplatedApp; socket: Uws.us_listen_socket; state: ServerState; port: number },
+      HttpServerError
+    >((resume) => {
       const state: ServerState = { closing: false, pending: 0, requestTimeoutMs: deadlines.requestTimeoutMs }
       const exchange = new UwsExchange(state)
       const app = uws.App()
@@ -269,18 +272,21 @@ export const serveUws = (uws: UwsModule, options: ServeOptions, deadlines: HttpD
             )
           )
         } else {
-          resume(Effect.succeed({ socket, state, port: uws.us_socket_local_port(socket as never) }))
+          resume(Effect.succeed({ app, socket, state, port: uws.us_socket_local_port(socket as never) }))
         }
       })
     }),
-    ({ socket, state }) =>
+    ({ app, socket, state }) =>
       Effect.gen(function* () {
         uws.us_listen_socket_close(socket)
-        // From now on every answer closes its connection; idle keep-alive connections are
-        // closed by uWS's own idle timeout. Deferred answers in flight get up to drainMs;
-        // the short wait lets requests already on the wire still be answered.
+        // From now on every answer closes its connection. Deferred answers in flight get up
+        // to drainMs; the short wait lets requests already on the wire still be answered.
         state.closing = true
         yield* drainPending(state, options.drainMs ?? 5_000)
         yield* Effect.sleep("50 millis")
+        // Then the connections still open (idle keep-alive ones) are cut: a worker thread's
+        // event loop must hold no uWS handle when it ends (Node aborts the process otherwise).
+        const closeAll = (app as unknown as { close?: () => void }).close
+        closeAll?.call(app)
       })
   )

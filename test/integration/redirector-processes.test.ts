@@ -200,3 +200,64 @@ describe("several redirector processes on one port", () => {
     300_000
   )
 })
+
+describe("one redirector process with REDIRECTOR_THREADS=2", () => {
+  it("two worker threads share the port: exact click counts over fresh connections, a change reaches both, SIGTERM loses no click and 'stopped' is the last line", async () => {
+    const link = await createLink("https://example.com/threads-before")
+    const port = await freePort()
+    const p = start(port, { REDIRECTOR_THREADS: "2" })
+    await waitReady(p)
+    await waitFor(() => p.output().includes("redirector ready: 2 threads"), { timeoutMs: 120_000 })
+    expect(p.output().match(/"slug table loaded: /g)).toHaveLength(2)
+    const url = `http://127.0.0.1:${port}/${link.slug}`
+    const N = 300
+    for (let i = 0; i < N; i += 20) {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => request(url)))
+      expect(answers.every((r) => r.status === 302)).toBe(true)
+    }
+    const patched = await call(`${api.api}/links/${link.id}`, {
+      method: "PATCH",
+      key: account.key,
+      body: { url: "https://example.com/threads-after" }
+    })
+    expect(patched.status, patched.text).toBe(200)
+    const changedAt = Date.now()
+    // 40 fresh connections (HEAD: not clicks) answer the new destination: both threads have it.
+    await waitFor(
+      async () => {
+        const answers = await Promise.all(Array.from({ length: 40 }, () => request(url, { method: "HEAD" })))
+        return answers.every((r) => r.location === "https://example.com/threads-after")
+      },
+      { timeoutMs: 30_000, intervalMs: 20 }
+    )
+    console.info(`change visible on both threads after ${Date.now() - changedAt} ms (40 connections per probe)`)
+    // Then a burst on kept-alive connections, and SIGTERM right after it.
+    const load = burst(url, 16)
+    await waitFor(() => load.redirected() >= 1_000, { timeoutMs: 120_000, intervalMs: 5 })
+    const { redirected } = await load.stop()
+    expect(await stop(p)).toBe(0)
+    const lines = p.output().trim().split("\n")
+    expect(lines.filter((l) => l.includes("redirector stopping"))).toHaveLength(2)
+    expect(lines.at(-1)).toContain("stopped: every listener closed")
+    expect(spoolFiles()).toEqual([])
+    const expected = N + redirected
+    await waitFor(async () => (await countedClicks(link.id)) >= expected, { timeoutMs: 60_000 })
+    expect(await countedClicks(link.id)).toBe(expected)
+  }, 300_000)
+
+  it("a used port fails the start with one line naming SHORT_PORT, and a bad REDIRECTOR_THREADS names the variable", async () => {
+    const port = await freePort()
+    const first = start(port)
+    await waitReady(first)
+    const second = start(port, { REDIRECTOR_THREADS: "2" })
+    expect(await second.exited).toBe(1)
+    expect(second.output().trim()).toBe(
+      `start-up failed: SHORT_PORT=${port} is in use; stop what listens there or set SHORT_PORT`
+    )
+    const bad = start(port, { REDIRECTOR_THREADS: "zero" })
+    expect(await bad.exited).toBe(1)
+    expect(bad.output().trim().split("\n")).toHaveLength(1)
+    expect(bad.output()).toContain("REDIRECTOR_THREADS")
+    expect(await stop(first)).toBe(0)
+  }, 300_000)
+})

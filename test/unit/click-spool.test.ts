@@ -1,11 +1,13 @@
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { threadId } from "node:worker_threads"
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { ClickBuffer } from "../../apps/redirector/ClickRound.js"
 import { ClickSpool, readSegment } from "../../apps/redirector/ClickSpool.js"
 import { makeClickCapture } from "../../apps/redirector/Clicks.js"
+import { spoolIncarnation } from "../../apps/redirector/SpoolOwner.js"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { waitForEffect } from "../support/waitFor.js"
 
@@ -182,5 +184,17 @@ describe("click spool", () => {
     const spool = new ClickSpool(dir, 5)
     expect(spool.recovered).toEqual([])
     expect(files().sort()).toHaveLength(2)
+  })
+
+  it("a file of a sibling thread of this process is left to it; those of an earlier incarnation with this pid are taken", () => {
+    const host = os.hostname().replace(/[^A-Za-z0-9-]/g, "_")
+    const sibling = `${host}@${process.pid}.${spoolIncarnation}.${threadId + 1}@0000000000-00000000@evt_02.clicks`
+    // The same pid, another start (a container's pid 1 after a restart), and the older naming.
+    const earlier = `${host}@${process.pid}.0badc0de.${threadId + 1}@0000000000-00000001@evt_03.clicks`
+    const older = `${host}@${process.pid}@0000000000-00000002@evt_04.clicks`
+    for (const name of [sibling, earlier, older]) fs.writeFileSync(path.join(dir, name), "")
+    new ClickSpool(dir, 5)
+    // The taken files were empty: claimed, read back with no click, and deleted.
+    expect(files()).toEqual([sibling])
   })
 })
