@@ -117,6 +117,7 @@ const make = Effect.gen(function* () {
       basePath,
       cacheBytes,
       reportsPerMinute,
+      trustedProxies: config.trustedProxies,
       onError: (error) => Runtime.runFork(runtime)(Effect.logError("media request failed", Cause.die(error)))
     }),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("media handler failed", Cause.die(error)))

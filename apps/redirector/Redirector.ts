@@ -1,6 +1,7 @@
 import { Cause, Config, Context, Effect, Layer, Option, Runtime } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
+import { NO_TRUSTED_PROXIES, visitorAddressOf } from "../../infra/http/TrustedProxies.js"
 import { naming } from "../../infra/StartupError.js"
 import type { ClickBuffer } from "./ClickRound.js"
 import { openClickSpool } from "./ClickSpool.js"
@@ -59,7 +60,9 @@ export const makeRedirectHandler = (
   table: SlugTable,
   clicks: ClickBuffer | undefined,
   countryHeader: string,
-  routing?: HostRouting
+  routing?: HostRouting,
+  // TRUSTED_PROXIES (infra/http/TrustedProxies.ts): with none, the socket peer as it comes.
+  visitorAddress = visitorAddressOf(NO_TRUSTED_PROXIES)
 ): HttpHandler => {
   const byPath = table.byPath
   return (ex) => {
@@ -75,7 +78,7 @@ export const makeRedirectHandler = (
             clicks.record(
               entry,
               now,
-              ex.remoteAddressRaw(),
+              visitorAddress(ex),
               ex.header("user-agent"),
               ex.header("referer"),
               countryHeader === "" ? "" : ex.header(countryHeader)
@@ -132,7 +135,7 @@ const make = Effect.gen(function* () {
     host: "0.0.0.0",
     port: config.shortPort,
     reusePort,
-    handler: makeRedirectHandler(table, clicks, config.countryHeader, routing),
+    handler: makeRedirectHandler(table, clicks, config.countryHeader, routing, visitorAddressOf(config.trustedProxies)),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("redirect handler failed", Cause.die(error)))
   }).pipe(naming("SHORT_PORT", config.shortPort))
   if (server.fallbackReason !== undefined) {
