@@ -1,31 +1,102 @@
-import { BlockList, isIP } from "node:net"
+import { isIP } from "node:net"
 import type { HttpExchange } from "./HttpServer.js"
-import { ipText } from "./IpText.js"
+import { ipText, ipv4Offset } from "./IpText.js"
 
 /**
  * The reverse proxies whose `X-Forwarded-For` the service believes (TRUSTED_PROXIES): IP
- * addresses and CIDR ranges, IPv4 and IPv6. IPv4 entries also match IPv4-mapped IPv6 peers
- * (`::ffff:10.0.0.1`), as node:net's BlockList does.
+ * addresses and CIDR ranges, IPv4 and IPv6. IPv4 entries also match IPv4-mapped IPv6
+ * addresses (`::ffff:10.0.0.1`, node:http's form of an IPv4 peer on a dual-stack socket).
  */
 export interface TrustedProxies {
   /** As configured, one entry per address or range; empty: trust nobody. */
   readonly entries: ReadonlyArray<string>
   /** Whether `address` (text form) is one of them. */
   readonly contains: (address: string) => boolean
+  /** Whether the IPv4 address with this value (0 to 2^32 - 1) is one of them. */
+  readonly containsV4: (value: number) => boolean
 }
 
-export const NO_TRUSTED_PROXIES: TrustedProxies = { entries: [], contains: () => false }
+export const NO_TRUSTED_PROXIES: TrustedProxies = { entries: [], contains: () => false, containsV4: () => false }
+
+/**
+ * Dotted IPv4 as a number (0 to 2^32 - 1); -1 for anything else. A loop over the characters,
+ * because it runs for every click behind a proxy (node:net's BlockList takes microseconds).
+ */
+export const ipv4Value = (text: string): number => {
+  let value = 0
+  let part = 0
+  let digits = 0
+  let dots = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 46) {
+      if (digits === 0 || dots === 3) return -1
+      value = value * 256 + part
+      part = 0
+      digits = 0
+      dots++
+    } else if (c >= 48 && c <= 57) {
+      part = part * 10 + c - 48
+      if (++digits > 3 || part > 255) return -1
+    } else return -1
+  }
+  return digits === 0 || dots !== 3 ? -1 : value * 256 + part
+}
+
+/** IPv6 text (hex groups, `::`; no embedded IPv4, no zone) as its 8 groups; undefined otherwise. */
+export const ipv6Groups = (text: string): Array<number> | undefined => {
+  const halves = text.split("::")
+  if (halves.length > 2) return undefined
+  const head = halves[0] === "" ? [] : halves[0]!.split(":")
+  const tail = halves.length === 1 || halves[1] === "" ? [] : halves[1]!.split(":")
+  const missing = 8 - head.length - tail.length
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined
+  const groups: Array<number> = []
+  for (const g of [...head, ...Array<string>(halves.length === 1 ? 0 : missing).fill("0"), ...tail]) {
+    if (!/^[0-9A-Fa-f]{1,4}$/.test(g)) return undefined
+    groups.push(Number.parseInt(g, 16))
+  }
+  return groups
+}
+
+/** The IPv4 value of an IPv4-mapped IPv6 address (`::ffff:a.b.c.d` or its hex form); -1 otherwise. */
+const mappedV4 = (text: string): number => {
+  if (!/^::ffff:/i.test(text)) return -1
+  const dotted = ipv4Value(text.slice(7))
+  if (dotted >= 0) return dotted
+  const g = ipv6Groups(text)
+  return g !== undefined ? g[6]! * 65536 + g[7]! : -1
+}
+
+interface V4Range {
+  readonly net: number
+  readonly size: number
+}
+interface V6Range {
+  readonly groups: ReadonlyArray<number>
+  readonly prefix: number
+}
+
+const inV6 = (groups: ReadonlyArray<number>, range: V6Range) => {
+  for (let i = 0; i * 16 < range.prefix; i++) {
+    const shift = 16 - Math.min(16, range.prefix - i * 16)
+    if (groups[i]! >> shift !== range.groups[i]! >> shift) return false
+  }
+  return true
+}
 
 /** `10.0.0.1`, `10.0.0.0/8`, `::1`, `fd00::/8`: undefined when `entry` is none of these. */
-const parseEntry = (entry: string): { address: string; prefix: number; family: "ipv4" | "ipv6" } | undefined => {
+const parseEntry = (entry: string): V4Range | V6Range | undefined => {
   const [address = "", prefixText, ...rest] = entry.split("/")
-  const version = isIP(address)
-  if (version === 0 || rest.length > 0) return undefined
-  const family = version === 4 ? "ipv4" : "ipv6"
-  const max = version === 4 ? 32 : 128
-  if (prefixText === undefined) return { address, prefix: max, family }
-  if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > max) return undefined
-  return { address, prefix: Number(prefixText), family }
+  const v4 = ipv4Value(address)
+  const v6 = v4 < 0 && isIP(address) === 6 ? ipv6Groups(address) : undefined
+  if ((v4 < 0 && v6 === undefined) || rest.length > 0) return undefined
+  const max = v4 >= 0 ? 32 : 128
+  const prefix = prefixText === undefined ? max : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : -1
+  if (prefix < 0 || prefix > max) return undefined
+  if (v6 !== undefined) return { groups: v6, prefix }
+  const size = 2 ** (32 - prefix)
+  return { net: Math.floor(v4 / size) * size, size }
 }
 
 /** The entries of a TRUSTED_PROXIES value (comma-separated, blanks ignored). */
@@ -42,19 +113,28 @@ export const invalidTrustedProxy = (entries: ReadonlyArray<string>): string | un
 /** The set of `entries` (each valid: see invalidTrustedProxy). */
 export const makeTrustedProxies = (entries: ReadonlyArray<string>): TrustedProxies => {
   if (entries.length === 0) return NO_TRUSTED_PROXIES
-  const list = new BlockList()
+  const v4: Array<V4Range> = []
+  const v6: Array<V6Range> = []
   for (const entry of entries) {
-    const parsed = parseEntry(entry)
-    if (parsed === undefined) throw new Error(`not an IP address or CIDR range: ${entry}`)
-    list.addSubnet(parsed.address, parsed.prefix, parsed.family)
+    const range = parseEntry(entry)
+    if (range === undefined) throw new Error(`not an IP address or CIDR range: ${entry}`)
+    if ("net" in range) v4.push(range)
+    else v6.push(range)
   }
-  return {
-    entries,
-    contains: (address) => {
-      const version = isIP(address)
-      return version !== 0 && list.check(address, version === 4 ? "ipv4" : "ipv6")
-    }
+  const containsV4 = (value: number) => {
+    for (const r of v4) if (value >= r.net && value < r.net + r.size) return true
+    return false
   }
+  const contains = (address: string) => {
+    const value = ipv4Value(address)
+    if (value >= 0) return containsV4(value)
+    const mapped = mappedV4(address)
+    if (mapped >= 0) return containsV4(mapped)
+    if (v6.length === 0) return false
+    const groups = ipv6Groups(address)
+    return groups !== undefined && v6.some((r) => inV6(groups, r))
+  }
+  return { entries, contains, containsV4 }
 }
 
 /**
@@ -65,15 +145,16 @@ export const makeTrustedProxies = (entries: ReadonlyArray<string>): TrustedProxi
  */
 export const forwardedAddress = (entry: string): string | undefined => {
   let text = entry.trim()
+  if (ipv4Value(text) >= 0) return text
   const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(text)
   if (bracketed) text = bracketed[1]!
   else if (/^[\d.]+:\d{1,5}$/.test(text)) text = text.slice(0, text.indexOf(":"))
   const version = isIP(text)
   if (version === 4) return text
   if (version !== 6) return undefined
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(text)
-  if (mapped) return mapped[1]!
-  // The URL parser writes IPv6 hosts in RFC 5952 form (and mapped ones in hex: handled above).
+  const mapped = mappedV4(text)
+  if (mapped >= 0) return `${mapped >>> 24}.${(mapped >>> 16) & 255}.${(mapped >>> 8) & 255}.${mapped & 255}`
+  // The URL parser writes IPv6 hosts in RFC 5952 form.
   return URL.canParse(`http://[${text}]/`) ? new URL(`http://[${text}]/`).hostname.slice(1, -1) : undefined
 }
 
@@ -113,7 +194,19 @@ export const visitorAddressOf = (proxies: TrustedProxies): ((ex: HttpExchange) =
   if (proxies.entries.length === 0) return socketPeer
   return (ex) => {
     const raw = ex.remoteAddressRaw()
-    const peer = typeof raw === "string" ? raw : ipText(new Uint8Array(raw))
+    if (typeof raw === "string") {
+      return proxies.contains(raw) ? clientAddress(proxies, raw, ex.header("x-forwarded-for")) : raw
+    }
+    const bytes = new Uint8Array(raw)
+    const o = ipv4Offset(bytes)
+    // An IPv4 peer that is no proxy (uWebSockets.js's bytes): as it comes, nothing formatted.
+    if (
+      o >= 0 &&
+      !proxies.containsV4(bytes[o]! * 16777216 + bytes[o + 1]! * 65536 + bytes[o + 2]! * 256 + bytes[o + 3]!)
+    ) {
+      return raw
+    }
+    const peer = ipText(bytes)
     return proxies.contains(peer) ? clientAddress(proxies, peer, ex.header("x-forwarded-for")) : peer
   }
 }

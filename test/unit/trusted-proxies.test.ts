@@ -48,6 +48,27 @@ describe("TRUSTED_PROXIES: the client address is the right-most X-Forwarded-For 
     expect(clientAddress(proxies, "2001:db8::9", "198.51.100.1")).toBe("2001:db8::9")
   })
 
+  it("ranges match by prefix, IPv4 and IPv6 (any spelling, IPv4-mapped in either form)", () => {
+    const ranges = makeTrustedProxies(["172.16.0.0/12", "2001:db8:abcd::/48", "0.0.0.0/32"])
+    expect(
+      ["172.16.0.1", "172.31.255.255", "::ffff:172.20.0.1", "::FFFF:ac14:1", "0.0.0.0"].map(ranges.contains)
+    ).toEqual([true, true, true, true, true])
+    expect(["172.32.0.0", "172.15.255.255", "0.0.0.1", "2001:db8:abce::1", "::1"].map(ranges.contains)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false
+    ])
+    expect(ranges.contains("2001:DB8:ABCD:0:0:0:0:9")).toBe(true)
+    expect(ranges.contains("2001:db8:abcd:ffff::")).toBe(true)
+    expect(makeTrustedProxies(["::/0"]).contains("2001:db8::1")).toBe(true)
+    expect(makeTrustedProxies(["0.0.0.0/0"]).contains("255.255.255.255")).toBe(true)
+    expect(["1.2.3", "1.2.3.4.5", "256.1.1.1", "1..2.3", "1.2.3.4 ", "", "1.2.3.1234"].map(ranges.contains)).toEqual(
+      Array(7).fill(false)
+    )
+  })
+
   it("a malformed entry stops the walk at the last trusted address, never its own text", () => {
     expect(clientAddress(proxies, "10.0.0.1", "198.51.100.1, unknown")).toBe("10.0.0.1")
     expect(clientAddress(proxies, "10.0.0.1", "198.51.100.1, 10.0.0.2, <script>")).toBe("10.0.0.1")
@@ -89,8 +110,8 @@ describe("TRUSTED_PROXIES: the client address is the right-most X-Forwarded-For 
       }
     } as unknown as HttpExchange
     expect(visitorAddressOf(NO_TRUSTED_PROXIES)(ex)).toBe(raw)
-    // An untrusted peer: its header is not even read.
-    expect(visitorAddressOf(proxies)(ex)).toBe("203.0.113.9")
+    // An untrusted peer: its header is not even read, its address not even formatted.
+    expect(visitorAddressOf(proxies)(ex)).toBe(raw)
     expect(read).toEqual([])
     const fromProxy = { ...ex, remoteAddressRaw: () => new Uint8Array([10, 0, 0, 1]).buffer } as HttpExchange
     expect(visitorAddressOf(proxies)(fromProxy)).toBe("198.51.100.1")
