@@ -1,4 +1,10 @@
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import {
+  invalidTrustedProxy,
+  makeTrustedProxies,
+  type TrustedProxies,
+  trustedProxyEntries
+} from "./http/TrustedProxies.js"
 
 const trimSlash = (s: string) => s.replace(/\/+$/, "")
 
@@ -75,6 +81,15 @@ export const appConfig = Config.all({
     Config.validate({ message: "must be an HTTP header name", validation: (s) => /^[A-Za-z0-9-]*$/.test(s) }),
     Config.map((s) => s.toLowerCase()),
     Config.withDefault("")
+  ),
+  // The reverse proxies whose X-Forwarded-For is believed (http/TrustedProxies.ts); unset: nobody's.
+  trustedProxies: Config.string("TRUSTED_PROXIES").pipe(
+    Config.validate({
+      message: "must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.0.0.0/8,fd00::/8,127.0.0.1)",
+      validation: (s) => invalidTrustedProxy(trustedProxyEntries(s)) === undefined
+    }),
+    Config.withDefault(""),
+    Config.map((s) => makeTrustedProxies(trustedProxyEntries(s)))
   )
 }).pipe(
   Config.map(({ ports, apiBase, shortBase, imageHost, snapshotHost, ...rest }) => ({
@@ -106,6 +121,8 @@ export interface AppConfigShape {
   readonly clickhouseUrl: Option.Option<Redacted.Redacted>
   /** Lower-case header name, or "" when no trusted proxy sets one. */
   readonly countryHeader: string
+  /** TRUSTED_PROXIES: the proxies whose X-Forwarded-For names the client; none by default. */
+  readonly trustedProxies: TrustedProxies
 }
 
 export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShape>() {

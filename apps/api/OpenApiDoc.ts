@@ -4,6 +4,7 @@ import { Api } from "./Api.js"
 import * as E from "./Errors.js"
 import { IdempotencyKey } from "./middleware/Idempotency.js"
 import { RequiredScope } from "./middleware/Scopes.js"
+import { type Examples, OPERATION_EXAMPLES } from "./OpenApiExamples.js"
 import { type Json, type JsonObject, SuccessDoc } from "./Shared.js"
 
 const DECODE_ERROR_REF = "#/components/schemas/HttpApiDecodeError"
@@ -152,6 +153,29 @@ export const endpoints: ReadonlyArray<EndpointDoc> = (() => {
   return out
 })()
 
+/** A media type's `examples` (OpenApiExamples.ts), for the document. */
+const examplesJson = (examples: Examples): JsonObject =>
+  Object.fromEntries(Object.entries(examples).map(([name, example]) => [name, { ...example } as JsonObject]))
+
+/** Puts the examples of OpenApiExamples.ts on their operations' request and response media types. */
+const addExamples = (spec: JsonObject) => {
+  for (const item of Object.values(child(spec, "paths") ?? {})) {
+    for (const op of Object.values(isObject(item) ? item : {})) {
+      const examples = isObject(op) ? OPERATION_EXAMPLES[String(op.operationId)] : undefined
+      if (examples === undefined) continue
+      const body = child(child(op, "requestBody"), "content")
+      for (const [type, named] of Object.entries(examples.request ?? {})) {
+        const media = child(body, type)
+        if (media !== undefined) media.examples = examplesJson(named)
+      }
+      for (const [status, named] of Object.entries(examples.responses ?? {})) {
+        const media = child(child(child(child(op, "responses"), status), "content"), "application/json")
+        if (media !== undefined) media.examples = examplesJson(named)
+      }
+    }
+  }
+}
+
 /** Whether a response with this error code may be stored and replayed (the catalogue says). */
 const isStored = (code: string | undefined) => code !== undefined && E.errorDefOf(code)?.stored === true
 
@@ -231,6 +255,7 @@ export const openApiDocument: JsonObject = (() => {
       ]
     }
   }
+  addExamples(spec)
   return spec
 })()
 

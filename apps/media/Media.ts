@@ -119,6 +119,7 @@ const make = Effect.gen(function* () {
         basePath,
         cacheBytes,
         reportsPerMinute,
+        trustedProxies: config.trustedProxies,
         onError: (error) => Runtime.runFork(runtime)(Effect.logError("media request failed", Cause.die(error)))
       }),
       makeMetricsAnswer(runtime)

@@ -1,5 +1,6 @@
 import { Config } from "effect"
 import type { ImageDelivery } from "../../domain/Image.js"
+import type { TrustedProxies } from "../../infra/http/TrustedProxies.js"
 
 /** One image's delivery state: one primary-key lookup per request, never a projection. */
 export type ImageState = ImageDelivery
@@ -27,5 +28,7 @@ export interface MediaDeps {
   readonly basePath: string
   readonly cacheBytes: number
   readonly reportsPerMinute: number
+  /** TRUSTED_PROXIES: whose X-Forwarded-For names the client that reports (none when absent). */
+  readonly trustedProxies?: TrustedProxies
   readonly onError: (error: unknown) => void
 }

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto"
 import type { HttpAnswer, HttpExchange } from "../../infra/http/HttpServer.js"
+import { NO_TRUSTED_PROXIES, visitorAddressText } from "../../infra/http/TrustedProxies.js"
 import { makeRateLimiter, retryAfterSeconds } from "../../infra/RateLimiter.js"
 import { HTML, html, type Later, TEXT } from "./MediaAnswers.js"
 import type { MediaDeps } from "./MediaConfig.js"
@@ -33,6 +34,7 @@ export const makeSharePages = (deps: MediaDeps, later: Later) => {
   const perImage = { perSecond: REPORTS_PER_IMAGE_PER_MINUTE / 60, burst: REPORTS_PER_IMAGE_PER_MINUTE }
   // Client addresses only ever appear keyed with a secret of this process: never stored.
   const clientSecret = randomBytes(32)
+  const trustedProxies = deps.trustedProxies ?? NO_TRUSTED_PROXIES
 
   const share = (ex: HttpExchange, id: string) => {
     const reported = /(^|&)reported=1(&|$)/.test(ex.query())
@@ -66,7 +68,7 @@ export const makeSharePages = (deps: MediaDeps, later: Later) => {
       .end(messagePage("Too many reports", `Please wait ${retryAfter} seconds before reporting again.`))
 
   const report = (ex: HttpExchange, id: string) => {
-    const client = createHmac("sha256", clientSecret).update(ex.remoteAddress()).digest("base64url")
+    const client = createHmac("sha256", clientSecret).update(visitorAddressText(trustedProxies, ex)).digest("base64url")
     const wait = limiter.take(`client ${client}`, perClient)
     const isForm = /^application\/x-www-form-urlencoded\s*(;|$)/.test(ex.header("content-type").toLowerCase())
     // The body is read (up to the cap) before any answer, so the connection stays usable.

@@ -2,6 +2,7 @@ import { Cause, Config, Context, Effect, Layer, Metric, Option, Runtime } from "
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
 import { METRICS_PATH, makeMetricsAnswer } from "../../infra/http/MetricsAnswer.js"
+import { NO_TRUSTED_PROXIES, visitorAddressOf } from "../../infra/http/TrustedProxies.js"
 import {
   clicksCaptured,
   clicksDropped,
@@ -95,7 +96,9 @@ export const makeRedirectHandler = (
   countryHeader: string,
   routing: HostRouting | undefined,
   counts: RedirectCounts,
-  metrics: HttpHandler
+  metrics: HttpHandler,
+  // TRUSTED_PROXIES (infra/http/TrustedProxies.ts): with none, the socket peer as it comes.
+  visitorAddress = visitorAddressOf(NO_TRUSTED_PROXIES)
 ): HttpHandler => {
   const byPath = table.byPath
   return (ex) => {
@@ -114,7 +117,7 @@ export const makeRedirectHandler = (
             clicks.record(
               entry,
               now,
-              ex.remoteAddressRaw(),
+              visitorAddress(ex),
               ex.header("user-agent"),
               ex.header("referer"),
               countryHeader === "" ? "" : ex.header(countryHeader)
@@ -183,7 +186,15 @@ const make = Effect.gen(function* () {
     host: "0.0.0.0",
     port: config.shortPort,
     reusePort,
-    handler: makeRedirectHandler(table, clicks, config.countryHeader, routing, counts, makeMetricsAnswer(runtime)),
+    handler: makeRedirectHandler(
+      table,
+      clicks,
+      config.countryHeader,
+      routing,
+      counts,
+      makeMetricsAnswer(runtime),
+      visitorAddressOf(config.trustedProxies)
+    ),
     onError: (error) => Runtime.runFork(runtime)(Effect.logError("redirect handler failed", Cause.die(error)))
   }).pipe(naming("SHORT_PORT", config.shortPort))
   if (server.fallbackReason !== undefined) {

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { createClient } from "@hey-api/openapi-ts"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { jpeg } from "../fixtures/images/make.js"
 import { call, idem, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 
 /**
@@ -18,10 +19,10 @@ const root = fileURLToPath(new URL("../../", import.meta.url))
 const dir = path.join(root, ".tmp", `generated-client-${process.pid}-${Date.now()}`)
 
 const PROGRAM = `import { createClient, createConfig } from "./client/client/index.js"
-import { linksCreate, linksGet, usageGet } from "./client/sdk.gen.js"
-import type { Link } from "./client/types.gen.js"
+import { imagesUpload, linksCreate, linksGet, usageGet } from "./client/sdk.gen.js"
+import type { Image, Link } from "./client/types.gen.js"
 
-export const program = async (baseUrl: string, key: string, idempotencyKey: string) => {
+export const program = async (baseUrl: string, key: string, idempotencyKey: string, photo: Blob) => {
   const client = createClient(createConfig({ baseUrl, auth: key }))
   const created = await linksCreate({
     client,
@@ -36,7 +37,18 @@ export const program = async (baseUrl: string, key: string, idempotencyKey: stri
   const code = missing.error?.error.code
   const notFound: typeof code = "not_found"
   const usage = await usageGet({ client })
+  // A multipart upload, typed by the generated client: the file part and a form field, no casts.
+  const uploaded = await imagesUpload({
+    client,
+    body: { file: photo, content_rating: "general" },
+    headers: { "Idempotency-Key": \`\${idempotencyKey}-upload\` }
+  })
+  if (uploaded.data === undefined) throw new Error(\`upload failed: \${uploaded.response.status}\`)
+  const image: Image = uploaded.data.data
   return {
+    uploaded: uploaded.response.status,
+    imageStatus: image.status,
+    imageRating: image.content_rating,
     created: created.response.status,
     id: link.id,
     readUrl: read.data?.data.destination_url,
@@ -47,9 +59,11 @@ export const program = async (baseUrl: string, key: string, idempotencyKey: stri
   }
 }
 `
-/** The same program with a wrong body: the generated types must refuse it. */
-const WRONG = `import { linksCreate } from "./client/sdk.gen.js"
+/** The same program with wrong bodies: the generated types must refuse them. */
+const WRONG = `import { imagesUpload, linksCreate } from "./client/sdk.gen.js"
 export const wrong = () => linksCreate({ body: { url: 42 }, headers: { "Idempotency-Key": "12345678" } })
+export const wrongRating = (file: Blob) =>
+  imagesUpload({ body: { file, content_rating: "sensitive" }, headers: { "Idempotency-Key": "12345678" } })
 `
 
 const tsc = (file: string) =>
@@ -101,13 +115,17 @@ afterAll(async () => {
 })
 
 describe("a client generated with @hey-api/openapi-ts from GET /openapi.json", () => {
-  it("type-checks a program using it, and refuses a wrong body", { timeout: 180_000 }, async () => {
+  it("type-checks a program using it (a multipart upload without casts), and refuses wrong bodies", {
+    timeout: 180_000
+  }, async () => {
     const good = await tsc("program.ts")
     expect(good.output).toBe("")
     expect(good.ok).toBe(true)
     const wrong = await tsc("wrong.ts")
     expect(wrong.ok).toBe(false)
-    expect(wrong.output).toMatch(/wrong\.ts.*TS2322/s)
+    expect(wrong.output).toMatch(/wrong\.ts\(2,.*TS2322/s)
+    // The multipart form's fields are typed too: `sensitive` is no creation rating.
+    expect(wrong.output).toMatch(/wrong\.ts\(4,.*TS2322/s)
   })
 
   it("calls the running service with the contract's base URL", { timeout: 60_000 }, async () => {
@@ -115,8 +133,12 @@ describe("a client generated with @hey-api/openapi-ts from GET /openapi.json", (
       program: (
         baseUrl: string,
         key: string,
-        idempotencyKey: string
+        idempotencyKey: string,
+        photo: Blob
       ) => Promise<{
+        uploaded: number
+        imageStatus: string
+        imageRating: string | null
         created: number
         id: string
         readUrl: string | undefined
@@ -125,13 +147,17 @@ describe("a client generated with @hey-api/openapi-ts from GET /openapi.json", (
         usage: number
       }>
     }
-    const result = await program(t.api, acct.key, idem())
+    const photo = new Blob([await jpeg(64, 48)], { type: "image/jpeg" })
+    const result = await program(t.api, acct.key, idem(), photo)
     expect(result).toMatchObject({
       created: 201,
       readUrl: "https://example.com/generated",
       missing: 404,
       code: "not_found",
-      usage: 200
+      usage: 200,
+      uploaded: 202,
+      imageStatus: "processing",
+      imageRating: null
     })
     expect(result.id).toMatch(/^link_/)
   })

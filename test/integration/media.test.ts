@@ -26,6 +26,7 @@ import { ImageRepo } from "../../domain/ports/ImageRepo.js"
 import type { Outbox } from "../../domain/ports/Outbox.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { makeFsBlobStore } from "../../infra/blobstore/FsBlobStore.js"
+import { makeTrustedProxies, NO_TRUSTED_PROXIES } from "../../infra/http/TrustedProxies.js"
 import { randomBase62 } from "../../infra/Ids.js"
 import { DatabaseHealthLive } from "../../infra/postgres/Health.js"
 import { ImageReposLive } from "../../infra/postgres/Layers.js"
@@ -133,11 +134,19 @@ interface Running {
   readonly close: () => Promise<void>
 }
 
-const startMedia = (engine: "uws" | "node", reportsPerMinute: number): Promise<Running> =>
+const startMedia = (
+  engine: "uws" | "node",
+  reportsPerMinute: number,
+  trustedProxies = NO_TRUSTED_PROXIES
+): Promise<Running> =>
   env.runPromise(
     Effect.gen(function* () {
       const scope = yield* Scope.make()
-      const config = AppConfig.make({ databaseUrl: Option.some(Redacted.make(databaseUrl)), mediaPort: 0 })
+      const config = AppConfig.make({
+        databaseUrl: Option.some(Redacted.make(databaseUrl)),
+        mediaPort: 0,
+        trustedProxies
+      })
       const context = yield* Layer.buildWithScope(
         MediaLayer.pipe(Layer.provide(config), Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))),
         scope
@@ -503,3 +512,30 @@ describe.each(["uws", "node"] as const)("media report rate limit on the %s engin
     expect((await hit(`${m.base}/${id}.webp`)).status).toBe(200)
   })
 })
+
+describe.each(["uws", "node"] as const)(
+  "media report rate limit behind a trusted proxy, on the %s engine",
+  (engine) => {
+    let m: Running
+    beforeAll(async () => {
+      // This test connects from 127.0.0.1: the proxy.
+      m = await startMedia(engine, 2, makeTrustedProxies(["127.0.0.1", "::1"]))
+    })
+    afterAll(async () => {
+      await m?.close()
+    })
+
+    it("each forwarded client address (right-most X-Forwarded-For entry) has its own allowance; spoofed entries to its left change nothing", async () => {
+      const { id } = await readyImage()
+      const from = (forwardedFor: string, i: number) =>
+        hit(`${m.base}/v/${id}/report`, {
+          ...form(`report ${i}`),
+          headers: { "content-type": "application/x-www-form-urlencoded", "x-forwarded-for": forwardedFor }
+        }).then((r) => r.status)
+      const statuses: Array<number> = []
+      for (let i = 0; i < 3; i++) statuses.push(await from(`${i}.${i}.${i}.${i}, 198.51.100.1`, i))
+      for (let i = 0; i < 3; i++) statuses.push(await from("198.51.100.2", i))
+      expect(statuses).toEqual([303, 303, 429, 303, 303, 429])
+    })
+  }
+)

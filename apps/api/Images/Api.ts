@@ -162,8 +162,8 @@ const binary = { schema: { type: "string", format: "binary" } }
 const uploadRequestBody = {
   required: true,
   description: `The image file, at most ${MAX_IMAGE_BYTES} bytes: raw bytes with the image's Content-Type, or multipart/form-data with a binary part \`file\` (the body may carry at most ${MULTIPART_OVERHEAD} bytes of form data besides). The bytes decide what the image is: bytes that are not a JPEG, PNG, WebP or GIF are 415 whatever type was declared.`,
+  // Multipart first: a generator that types one body per operation (@hey-api/openapi-ts) takes the first.
   content: {
-    ...Object.fromEntries(ACCEPTED_CONTENT_TYPES.map((type) => [type, binary])),
     "multipart/form-data": {
       schema: {
         type: "object",
@@ -178,7 +178,8 @@ const uploadRequestBody = {
         }
       },
       encoding: { file: { contentType: ACCEPTED_CONTENT_TYPES.join(", ") } }
-    }
+    },
+    ...Object.fromEntries(ACCEPTED_CONTENT_TYPES.map((type) => [type, binary]))
   }
 }
 
