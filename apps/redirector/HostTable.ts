@@ -180,8 +180,8 @@ export const makeHostRouting = (
       return path === "/healthz" || path === "/readyz" || path === TLS_ASK_PATH ? false : notFound(ex, false)
     }
     if (ex.method !== "GET" && ex.method !== "HEAD") return false
-    const entry = slugs.byPath.get(path)
-    return entry === undefined || entry.accountId !== accountId ? notFound(ex, true) : false
+    const row = slugs.rowOf(path)
+    return row < 0 || slugs.accountIds[row] !== accountId ? notFound(ex, true) : false
   }
   return { hosts, divert }
 }

@@ -52,8 +52,8 @@ const otherwise = (ex: HttpExchange, table: SlugTable, routing: HostRouting | un
 }
 
 /**
- * The request path: one map lookup, a few header writes and, for a GET, one push into the
- * click buffer. No database, no Effect, no parsing.
+ * The request path: one map lookup (a row of the slug table's columns), a few header writes
+ * and, for a GET, one push into the click buffer. No database, no Effect, no parsing.
  */
 export const makeRedirectHandler = (
   table: SlugTable,
@@ -61,19 +61,19 @@ export const makeRedirectHandler = (
   countryHeader: string,
   routing?: HostRouting
 ): HttpHandler => {
-  const byPath = table.byPath
   return (ex) => {
     // Custom domains (HostTable.ts): the canonical host passes after one header comparison.
     if (routing?.divert(ex)) return
-    const entry = byPath.get(ex.path)
-    if (entry !== undefined) {
+    const row = table.rowOf(ex.path)
+    if (row >= 0) {
       const method = ex.method
       if (method === "GET" || method === "HEAD") {
         const now = Date.now()
-        if (now <= entry.expiresAt) {
+        if (now <= table.expiresAt[row]!) {
           if (clicks !== undefined && method === "GET") {
             clicks.record(
-              entry,
+              table.linkIds[row]!,
+              table.accountIds[row]!,
               now,
               ex.remoteAddressRaw(),
               ex.header("user-agent"),
@@ -81,7 +81,10 @@ export const makeRedirectHandler = (
               countryHeader === "" ? "" : ex.header(countryHeader)
             )
           }
-          ex.writeStatus(302).writeHeader("Location", entry.location).writeHeader("Cache-Control", NO_STORE).end("")
+          ex.writeStatus(302)
+            .writeHeader("Location", table.locations[row]!)
+            .writeHeader("Cache-Control", NO_STORE)
+            .end("")
           return
         }
         return notFound(ex)
