@@ -112,16 +112,8 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
       for (let i = 0; i < n; i++) {
         const idx = [0, 1, 2, 3, 4].map((col) => at(col, i))
         if (idx.some((x, col) => x >= limits[col]! || x < (col >= 3 ? -1 : 0))) return round
-        const link = idx[0]!
-        round.pushIndexes(
-          links[link]!,
-          accounts[link]!,
-          body.readDoubleLE(5 + 8 * i),
-          idx[1]!,
-          idx[2]!,
-          idx[3]!,
-          idx[4]!
-        )
+        const [link, peer, agent, referer, country] = idx as [number, number, number, number, number]
+        round.pushIndexes(links[link]!, accounts[link]!, body.readDoubleLE(5 + 8 * i), peer, agent, referer, country)
       }
     } else {
       break
