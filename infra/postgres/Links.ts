@@ -140,7 +140,8 @@ const forEachLinkSnapshot = <E, R>(
         count += rows.length
         next = yield* Effect.fork(fetch)
         yield* Effect.yieldNow()
-        yield* f(rows)
+        // If `f` fails, the FETCH in flight ends first (not cancelled): then the transaction rolls back.
+        yield* Effect.onError(f(rows), () => Fiber.await(next))
       }
       yield* sql`CLOSE all_links`
       return count
