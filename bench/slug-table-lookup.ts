@@ -1,6 +1,6 @@
 /**
  * The request path's table access with a million links and a random path per lookup: the
- * slug table's columns against a map of one object per link (the layout before the columns),
+ * slug table's rows against a map of one object per link (the layout before the rows),
  * CPU time per lookup, five rounds each, interleaved.
  *
  *   node --max-semi-space-size=32 --import tsx bench/slug-table-lookup.ts [COUNT]
@@ -54,14 +54,13 @@ const viaColumns = () => {
   const now = Date.now()
   for (let i = 0; i < LOOKUPS; i++) {
     const row = table.rowOf(`/s${slugs[i & 65535]}`)
-    if (row >= 0 && now <= table.expiresAt[row]!)
-      use(table.locations[row]!, table.linkIds[row]!, table.accountIds[row]!)
+    if (row >= 0 && now <= table.expiresAt(row)) use(table.location(row), table.linkId(row), table.accountId(row))
   }
 }
 for (let round = 1; round <= 5; round++) {
   for (const [name, run] of [
     ["objects", viaObjects],
-    ["columns", viaColumns]
+    ["rows", viaColumns]
   ] as const) {
     const cpu = process.cpuUsage()
     run()

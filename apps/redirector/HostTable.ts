@@ -181,7 +181,7 @@ export const makeHostRouting = (
     }
     if (ex.method !== "GET" && ex.method !== "HEAD") return false
     const row = slugs.rowOf(path)
-    return row < 0 || slugs.accountIds[row] !== accountId ? notFound(ex, true) : false
+    return row < 0 || slugs.accountId(row) !== accountId ? notFound(ex, true) : false
   }
   return { hosts, divert }
 }

@@ -69,11 +69,11 @@ export const makeRedirectHandler = (
       const method = ex.method
       if (method === "GET" || method === "HEAD") {
         const now = Date.now()
-        if (now <= table.expiresAt[row]!) {
+        if (now <= table.expiresAt(row)) {
           if (clicks !== undefined && method === "GET") {
             clicks.record(
-              table.linkIds[row]!,
-              table.accountIds[row]!,
+              table.linkId(row),
+              table.accountId(row),
               now,
               ex.remoteAddressRaw(),
               ex.header("user-agent"),
@@ -82,7 +82,7 @@ export const makeRedirectHandler = (
             )
           }
           ex.writeStatus(302)
-            .writeHeader("Location", table.locations[row]!)
+            .writeHeader("Location", table.location(row))
             .writeHeader("Cache-Control", NO_STORE)
             .end("")
           return

@@ -32,8 +32,17 @@ export interface LinkState {
   readonly updatedAt: number
 }
 
-/** Rows the columns start with; they double when full. */
+/** Rows the tables start with; they double when full. */
 const INITIAL_ROWS = 1024
+/** A row's strings, side by side in `strings` (one cache line for the request path). */
+const LOCATION = 0
+const LINK_ID = 1
+const ACCOUNT_ID = 2
+const STRINGS = 3
+/** A row's times, side by side in `times`. */
+const EXPIRES_AT = 0
+const UPDATED_AT = 1
+const TIMES = 2
 
 const widen = (a: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
   const b = new Float64Array(a.length * 2)
@@ -48,8 +57,9 @@ const versionOfTombstone = (value: number) => -1 - value
 /**
  * The redirector's in-memory projection of links.v1: request path ("/" + slug) to what a
  * redirect needs, for a million links and more. One map, path to a row number, and the rows
- * in columns (no object per link, each string once): the path is the only copy of the slug,
- * an account's id is held once for all its links.
+ * in two flat tables, a row's strings side by side and its times side by side (no object per
+ * link, each string once): the path is the only copy of the slug, an account's id is held
+ * once for all its links.
  *
  * A link's slug never changes (UpdateLink takes the URL alone, options are UTM and expiry)
  * and links are disabled, never erased, so a path names one link for good and the table
@@ -61,14 +71,10 @@ const versionOfTombstone = (value: number) => -1 - value
 export class SlugTable {
   /** Path to row (>= 0), or to a tombstone (< 0, see `tombstone`). Read through `rowOf`. */
   readonly rows = new Map<string, number>()
-  /** Per row: the Location header, destination with UTM merged, visible ASCII only. */
-  readonly locations: Array<string | undefined> = []
-  readonly linkIds: Array<string | undefined> = []
-  readonly accountIds: Array<string | undefined> = []
-  /** Per row: ms since the epoch after which the link answers 404; Infinity when it never expires. */
-  expiresAt = new Float64Array(INITIAL_ROWS)
-  /** Per row: ms since the epoch, the version of the row's state. */
-  updatedAt = new Float64Array(INITIAL_ROWS)
+  /** Per row, STRINGS of them: the Location header, the link's id, its account's id. */
+  private readonly strings: Array<string | undefined> = []
+  /** Per row, TIMES of them (ms since the epoch): expiry (Infinity: never), the state's version. */
+  private times = new Float64Array(INITIAL_ROWS * TIMES)
   /** Rows given back (their link stopped redirecting), taken again before new ones. */
   private readonly free: Array<number> = []
   /** One copy of each account's id: every row and event brings its own. */
@@ -85,6 +91,24 @@ export class SlugTable {
     return row === undefined || row < 0 ? -1 : row
   }
 
+  /** The Location header of a row: destination with UTM merged, visible ASCII only. */
+  location(row: number): string {
+    return this.strings[row * STRINGS + LOCATION]!
+  }
+
+  linkId(row: number): string {
+    return this.strings[row * STRINGS + LINK_ID]!
+  }
+
+  accountId(row: number): string {
+    return this.strings[row * STRINGS + ACCOUNT_ID]!
+  }
+
+  /** ms since the epoch after which the row's link answers 404; Infinity when it never expires. */
+  expiresAt(row: number): number {
+    return this.times[row * TIMES + EXPIRES_AT]!
+  }
+
   has(path: string): boolean {
     return this.rowOf(path) >= 0
   }
@@ -94,25 +118,25 @@ export class SlugTable {
     const row = this.rowOf(path)
     if (row < 0) return undefined
     return {
-      location: this.locations[row]!,
-      linkId: this.linkIds[row]!,
-      accountId: this.accountIds[row]!,
-      expiresAt: this.expiresAt[row]!
+      location: this.location(row),
+      linkId: this.linkId(row),
+      accountId: this.accountId(row),
+      expiresAt: this.expiresAt(row)
     }
   }
 
-  /** Rows in use or free: what the columns hold. */
+  /** Rows in use or free: what the tables hold. */
   get rowCount(): number {
-    return this.locations.length
+    return this.strings.length / STRINGS
   }
 
   /** Applies a state unless the table holds a newer one; says whether it applied. */
   apply(state: LinkState): boolean {
     const path = `/${state.slug}`
     const held = this.rows.get(path)
-    if (held !== undefined && state.updatedAt < (held >= 0 ? this.updatedAt[held]! : versionOfTombstone(held))) {
-      return false
-    }
+    const version =
+      held === undefined ? 0 : held >= 0 ? this.times[held * TIMES + UPDATED_AT]! : versionOfTombstone(held)
+    if (held !== undefined && state.updatedAt < version) return false
     // Reserved slugs (healthz, readyz, …) are the short host's own paths: never a redirect,
     // even for a row written before its slug was reserved. Checked here, not per request.
     const location =
@@ -123,11 +147,13 @@ export class SlugTable {
       return true
     }
     const row = held !== undefined && held >= 0 ? held : this.take()
-    this.locations[row] = location
-    this.linkIds[row] = state.id
-    this.accountIds[row] = this.account(state.accountId)
-    this.expiresAt[row] = state.expiresAt ?? Number.POSITIVE_INFINITY
-    this.updatedAt[row] = state.updatedAt
+    // In this order: a new row's strings are appended, the array stays without holes.
+    const at = row * STRINGS
+    this.strings[at + LOCATION] = location
+    this.strings[at + LINK_ID] = state.id
+    this.strings[at + ACCOUNT_ID] = this.account(state.accountId)
+    this.times[row * TIMES + EXPIRES_AT] = state.expiresAt ?? Number.POSITIVE_INFINITY
+    this.times[row * TIMES + UPDATED_AT] = state.updatedAt
     if (row !== held) {
       this.rows.set(path, row)
       this.size++
@@ -147,22 +173,17 @@ export class SlugTable {
     return held
   }
 
-  /** A free row, or a new one at the end (the string columns grow as arrays do, the others double). */
+  /** A free row, or a new one at the end (the strings grow as arrays do, the times double). */
   private take(): number {
     const reused = this.free.pop()
     if (reused !== undefined) return reused
-    const row = this.locations.length
-    if (row === this.expiresAt.length) {
-      this.expiresAt = widen(this.expiresAt)
-      this.updatedAt = widen(this.updatedAt)
-    }
+    const row = this.strings.length / STRINGS
+    if ((row + 1) * TIMES > this.times.length) this.times = widen(this.times)
     return row
   }
 
   private release(row: number) {
-    this.locations[row] = undefined
-    this.linkIds[row] = undefined
-    this.accountIds[row] = undefined
+    this.strings.fill(undefined, row * STRINGS, (row + 1) * STRINGS)
     this.free.push(row)
     this.size--
   }
