@@ -52,7 +52,7 @@ const otherwise = (ex: HttpExchange, table: SlugTable, routing: HostRouting | un
 }
 
 /**
- * The request path: one map lookup (a row of the slug table's columns), a few header writes
+ * The request path: one map lookup (the link's row in the slug table), a few header writes
  * and, for a GET, one push into the click buffer. No database, no Effect, no parsing.
  */
 export const makeRedirectHandler = (
