@@ -30,7 +30,7 @@ const run = (spool: ClickSpool | undefined) => {
   let writeNs = 0n
   for (let i = 0; i < CLICKS; i++) {
     // A fresh string per request, as a header read gives one.
-    buffer.record(entry, 1_700_000_000_000 + i, peers[i & 255]!, `${UA}`, "", "")
+    buffer.record(entry.linkId, entry.accountId, 1_700_000_000_000 + i, peers[i & 255]!, `${UA}`, "", "")
     if (spool !== undefined && i % TURN === TURN - 1) {
       const t = process.hrtime.bigint()
       spool.write(buffer.current)

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto"
 import { ipText, ipv4Offset } from "../../infra/http/HttpServer.js"
-import type { SlugEntry } from "./SlugTable.js"
 
 /** A round's event id prefix: unique without a CSPRNG call per event. */
 const newRoundId = () => `evt_${randomBytes(10).toString("hex")}`
@@ -67,7 +66,9 @@ export class ClickRound {
   id = newRoundId()
   /** What the spool knows of this round (its segment and how much of the round is in it). */
   spool: unknown = undefined
-  entries: Array<SlugEntry | undefined>
+  /** Per click: the link and its account, the slug table's own strings (nothing copied per click). */
+  linkIds: Array<string | undefined>
+  accountIds: Array<string | undefined>
   times: Float64Array
   peers: Int32Array
   agents: Int32Array
@@ -80,7 +81,8 @@ export class ClickRound {
   readonly countryValues = new Interned()
 
   constructor(capacity: number) {
-    this.entries = new Array(capacity)
+    this.linkIds = new Array(capacity)
+    this.accountIds = new Array(capacity)
     this.times = new Float64Array(capacity)
     this.peers = new Int32Array(capacity)
     this.agents = new Int32Array(capacity)
@@ -89,10 +91,19 @@ export class ClickRound {
   }
 
   /** A click read back from a spool: values by index into the round's lists, which the reader filled. */
-  pushIndexes(entry: SlugEntry, time: number, peer: number, agent: number, referer: number, country: number) {
+  pushIndexes(
+    linkId: string,
+    accountId: string,
+    time: number,
+    peer: number,
+    agent: number,
+    referer: number,
+    country: number
+  ) {
     const i = this.count
     if (i === this.times.length) this.grow()
-    this.entries[i] = entry
+    this.linkIds[i] = linkId
+    this.accountIds[i] = accountId
     this.times[i] = time
     this.peers[i] = peer
     this.agents[i] = agent
@@ -121,7 +132,8 @@ export class ClickRound {
       b.set(a)
       return b
     }
-    this.entries.length = size
+    this.linkIds.length = size
+    this.accountIds.length = size
     this.times = widen(this.times, (n) => new Float64Array(n))
     this.peers = widen(this.peers, (n) => new Int32Array(n))
     this.agents = widen(this.agents, (n) => new Int32Array(n))
@@ -130,7 +142,8 @@ export class ClickRound {
   }
 
   push(
-    entry: SlugEntry,
+    linkId: string,
+    accountId: string,
     time: number,
     peer: ArrayBuffer | string,
     userAgent: string,
@@ -139,7 +152,8 @@ export class ClickRound {
   ) {
     const i = this.count
     if (i === this.times.length) this.grow()
-    this.entries[i] = entry
+    this.linkIds[i] = linkId
+    this.accountIds[i] = accountId
     this.times[i] = time
     this.peers[i] = this.peerOf(peer)
     this.agents[i] = this.agentValues.of(userAgent)
@@ -150,7 +164,8 @@ export class ClickRound {
 
   /** Empty again, for reuse; forgets the links it pointed to. */
   reset() {
-    this.entries.fill(undefined, 0, this.count)
+    this.linkIds.fill(undefined, 0, this.count)
+    this.accountIds.fill(undefined, 0, this.count)
     this.count = 0
     this.id = newRoundId()
     this.spool = undefined
@@ -200,7 +215,8 @@ export class ClickBuffer {
 
   /** `peer` as HttpExchange.remoteAddressRaw gives it: 4 or 16 bytes, or the text. */
   record(
-    entry: SlugEntry,
+    linkId: string,
+    accountId: string,
     time: number,
     peer: ArrayBuffer | string,
     userAgent: string,
@@ -211,7 +227,7 @@ export class ClickBuffer {
       this.dropped++
       return
     }
-    this.current.push(entry, time, peer, userAgent, referer, country)
+    this.current.push(linkId, accountId, time, peer, userAgent, referer, country)
     this.captured++
     if (this.spoolIdle) this.spool!.wake()
     if (++this.count >= this.batchSize && this.wake !== undefined) this.wake()

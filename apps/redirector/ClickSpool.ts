@@ -5,7 +5,6 @@ import { crc32 } from "node:zlib"
 import { Config, Effect } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type ClickBuffer, ClickRound, type Interned, type RoundSpool } from "./ClickRound.js"
-import type { SlugEntry } from "./SlugTable.js"
 import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 
 /**
@@ -24,8 +23,8 @@ interface Segment {
   written: number
   /** Values of the round's lists (peers, agents, referers, countries) in the file. */
   readonly values: [number, number, number, number]
-  /** The round's links by identity, each written once: their index in the file. */
-  readonly entries: Map<SlugEntry, number>
+  /** The round's links by id, each written once (with its account): their index in the file. */
+  readonly links: Map<string, number>
 }
 
 const VALUES = 1
@@ -68,7 +67,8 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
   const round = new ClickRound(1024)
   round.id = id
   const columns = columnsOf(round)
-  const entries: Array<SlugEntry> = []
+  const links: Array<string> = []
+  const accounts: Array<string> = []
   let off = 0
   while (off + 8 <= data.length) {
     const length = data.readUInt32LE(off)
@@ -81,7 +81,8 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
       if (!Array.isArray(values)) break
       if (body[1] === ENTRY_COLUMN) {
         for (const [linkId, accountId] of values as Array<[string, string]>) {
-          entries.push({ linkId: String(linkId), accountId: String(accountId), location: "", expiresAt: Infinity })
+          links.push(String(linkId))
+          accounts.push(String(accountId))
         }
       } else {
         const column = columns[body[1]!]
@@ -92,11 +93,12 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
       const n = body.readUInt32LE(1)
       if (body.length !== 5 + 28 * n) break
       const at = (col: number, i: number) => body.readInt32LE(5 + 8 * n + 4 * (col * n + i))
-      const limits = [entries.length, ...columns.map((c) => c.values.length)]
+      const limits = [links.length, ...columns.map((c) => c.values.length)]
       for (let i = 0; i < n; i++) {
         const idx = [0, 1, 2, 3, 4].map((col) => at(col, i))
         if (idx.some((x, col) => x >= limits[col]! || x < (col >= 3 ? -1 : 0))) return round
-        round.pushIndexes(entries[idx[0]!]!, body.readDoubleLE(5 + 8 * i), idx[1]!, idx[2]!, idx[3]!, idx[4]!)
+        const [link, peer, agent, referer, country] = idx as [number, number, number, number, number]
+        round.pushIndexes(links[link]!, accounts[link]!, body.readDoubleLE(5 + 8 * i), peer, agent, referer, country)
       }
     } else {
       break
@@ -162,7 +164,7 @@ export class ClickSpool implements RoundSpool {
         continue
       }
       held.add(claimed)
-      round.spool = { path: claimed, fd: -1, written: round.count, values: [0, 0, 0, 0], entries: new Map() }
+      round.spool = { path: claimed, fd: -1, written: round.count, values: [0, 0, 0, 0], links: new Map() }
       this.recovered.push(round)
     }
   }
@@ -203,7 +205,7 @@ export class ClickSpool implements RoundSpool {
           fd: fs.openSync(file, "a", 0o600),
           written: 0,
           values: [0, 0, 0, 0],
-          entries: new Map()
+          links: new Map()
         }
       } catch (error) {
         return this.fail(round, undefined, error)
@@ -225,17 +227,17 @@ export class ClickSpool implements RoundSpool {
     }
     const entryIndexes = new Int32Array(count)
     const newEntries: Array<[string, string]> = []
-    let last: SlugEntry | undefined
+    let last: string | undefined
     let lastIndex = -1
     for (let i = 0; i < count; i++) {
-      const entry = round.entries[from + i]!
-      if (entry !== last) {
-        last = entry
-        let index = segment.entries.get(entry)
+      const linkId = round.linkIds[from + i]!
+      if (linkId !== last) {
+        last = linkId
+        let index = segment.links.get(linkId)
         if (index === undefined) {
-          index = segment.entries.size
-          segment.entries.set(entry, index)
-          newEntries.push([entry.linkId, entry.accountId])
+          index = segment.links.size
+          segment.links.set(linkId, index)
+          newEntries.push([linkId, round.accountIds[from + i]!])
         }
         lastIndex = index
       }

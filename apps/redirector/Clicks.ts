@@ -5,7 +5,6 @@ import { BoundedCache } from "../../infra/BoundedCache.js"
 import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
 import { ClickBuffer } from "./ClickRound.js"
 import type { ClickSpool } from "./ClickSpool.js"
-import type { SlugEntry } from "./SlugTable.js"
 import type { VisitorSecrets } from "./VisitorSecrets.js"
 
 /** Entries per in-memory cache (visitor hashes, user agents, referers, country headers). */
@@ -193,7 +192,7 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
       Effect.gen(function* () {
         const round = buffer.retry[0]!
         const n = round.count
-        const { times, entries, peers, agents, referers, countries } = round
+        const { times, linkIds, accountIds, peers, agents, referers, countries } = round
         const peerTexts = round.peerValues.values
         const agentTexts = round.agentValues.values
         const refererTexts = round.refererValues.values
@@ -240,16 +239,16 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
         const visitorsByDay = new Map<number, Map<number, string>>()
         let visitors = new Map<number, string>()
         let visitorsDay = -1
-        let lastEntry: SlugEntry | undefined
+        let lastLink: string | undefined
         let group: Group | undefined
         for (let i = 0; i < n; i++) {
-          const entry = entries[i]!
-          if (entry !== lastEntry) {
-            lastEntry = entry
-            group = groups.get(entry.linkId)
+          const linkId = linkIds[i]!
+          if (linkId !== lastLink) {
+            lastLink = linkId
+            group = groups.get(linkId)
             if (group === undefined) {
-              group = new Group(entry.linkId, entry.accountId)
-              groups.set(entry.linkId, group)
+              group = new Group(linkId, accountIds[i]!)
+              groups.set(linkId, group)
             }
           }
           const time = times[i]!

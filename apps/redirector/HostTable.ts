@@ -183,8 +183,8 @@ export const makeHostRouting = (
         : notFound(ex, false)
     }
     if (ex.method !== "GET" && ex.method !== "HEAD") return false
-    const entry = slugs.byPath.get(path)
-    return entry === undefined || entry.accountId !== accountId ? notFound(ex, true) : false
+    const row = slugs.rowOf(path)
+    return row < 0 || slugs.accountId(row) !== accountId ? notFound(ex, true) : false
   }
   return { hosts, divert }
 }

@@ -68,6 +68,11 @@ export const PLAIN_HTTP_URL = /^https?:\/\/(?:[A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-
  * browser anywhere else.
  */
 export const prepareLocation = (destination: string, utm: Readonly<Record<string, string>> | null): string | null => {
-  if (!PLAIN_HTTP_URL.test(destination) && !isHttpUrl(destination)) return null
+  if (PLAIN_HTTP_URL.test(destination)) {
+    // Visible ASCII already: without UTM the destination is the answer, as it is (no copy).
+    if (utm === null) return destination
+  } else if (!isHttpUrl(destination)) {
+    return null
+  }
   return visibleAscii(mergeUtm(destination, utm))
 }

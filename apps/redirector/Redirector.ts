@@ -87,8 +87,8 @@ const otherwise = (
 }
 
 /**
- * The request path: one map lookup, a few header writes, one counter and, for a GET, one push
- * into the click buffer. No database, no Effect, no parsing.
+ * The request path: one map lookup (the link's row in the slug table), a few header writes,
+ * one counter and, for a GET, one push into the click buffer. No database, no Effect, no parsing.
  */
 export const makeRedirectHandler = (
   table: SlugTable,
@@ -100,22 +100,22 @@ export const makeRedirectHandler = (
   // TRUSTED_PROXIES (infra/http/TrustedProxies.ts): with none, the socket peer as it comes.
   visitorAddress = visitorAddressOf(NO_TRUSTED_PROXIES)
 ): HttpHandler => {
-  const byPath = table.byPath
   return (ex) => {
     // Custom domains (HostTable.ts): the canonical host passes after one header comparison.
     if (routing?.divert(ex)) {
       counts.refused++
       return
     }
-    const entry = byPath.get(ex.path)
-    if (entry !== undefined) {
+    const row = table.rowOf(ex.path)
+    if (row >= 0) {
       const method = ex.method
       if (method === "GET" || method === "HEAD") {
         const now = Date.now()
-        if (now <= entry.expiresAt) {
+        if (now <= table.expiresAt(row)) {
           if (clicks !== undefined && method === "GET") {
             clicks.record(
-              entry,
+              table.linkId(row),
+              table.accountId(row),
               now,
               visitorAddress(ex),
               ex.header("user-agent"),
@@ -123,7 +123,10 @@ export const makeRedirectHandler = (
               countryHeader === "" ? "" : ex.header(countryHeader)
             )
           }
-          ex.writeStatus(302).writeHeader("Location", entry.location).writeHeader("Cache-Control", NO_STORE).end("")
+          ex.writeStatus(302)
+            .writeHeader("Location", table.location(row))
+            .writeHeader("Cache-Control", NO_STORE)
+            .end("")
           counts.redirects++
           return
         }

@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Chunk, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
 import type { AccountId } from "../../domain/Account.js"
 import {
   Link,
@@ -129,12 +129,19 @@ const forEachLinkSnapshot = <E, R>(
                floor(extract(epoch FROM updated_at) * 1000)::float8 AS "updatedAt"
         FROM links`
       const size = sql.literal(String(Math.max(1, Math.floor(batchSize))))
+      const fetch = sql<LinkSnapshot>`FETCH FORWARD ${size} FROM all_links`
       let count = 0
+      // The next batch is asked for before this one is handed to `f`: the server reads and
+      // sends it while this process decodes and applies the rows it has.
+      let next = yield* Effect.fork(fetch)
       while (true) {
-        const rows = yield* sql<LinkSnapshot>`FETCH FORWARD ${size} FROM all_links`
+        const rows = yield* Fiber.join(next)
         if (rows.length === 0) break
         count += rows.length
-        yield* f(rows)
+        next = yield* Effect.fork(fetch)
+        yield* Effect.yieldNow()
+        // If `f` fails, the FETCH in flight ends first (not cancelled): then the transaction rolls back.
+        yield* Effect.onError(f(rows), () => Fiber.await(next))
       }
       yield* sql`CLOSE all_links`
       return count

@@ -73,3 +73,22 @@ describe("the redirector's load of every link through one cursor", () => {
     expect(table.size).toBe(2)
   }, 120_000)
 })
+
+describe("the load when its consumer fails", () => {
+  it("fails with the consumer's error while the next batch is in flight, and leaves the connection usable", async () => {
+    await create("https://example.com/one")
+    await create("https://example.com/two")
+    const program = Effect.gen(function* () {
+      const repo = yield* LinkRepo
+      const failed = yield* repo.forEachSnapshot(1, () => Effect.fail("stop" as const)).pipe(Effect.flip)
+      // The same pool again: the aborted transaction was rolled back, the cursor is gone.
+      const count = yield* repo.forEachSnapshot(1, () => Effect.void)
+      return { failed, count }
+    })
+    const { failed, count } = await Effect.runPromise(
+      Effect.provide(program, LinkRepoLive.pipe(Layer.provide(testDatabaseLayer(api.databaseUrl))))
+    )
+    expect(failed).toBe("stop")
+    expect(count).toBeGreaterThanOrEqual(2)
+  }, 120_000)
+})

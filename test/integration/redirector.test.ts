@@ -245,7 +245,7 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     })
     expect(patched.status, patched.text).toBe(200)
     await waitFor(async () => {
-      expect(r.info.table.byPath.get(`/${link.slug}`)?.expiresAt).toBe(expiresAt.getTime())
+      expect(r.info.table.entryOf(`/${link.slug}`)?.expiresAt).toBe(expiresAt.getTime())
       return true
     })
     // No event comes at the expiry: wait for the clock to pass it.
@@ -278,7 +278,7 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
   it("a GET is a click: in a clicks.recorded event of its link, with the privacy fields only, no address and no user agent", async () => {
     const link = await createLink(env(), "https://example.com/clicked")
     await waitFor(async () => {
-      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      expect(r.info.table.has(`/${link.slug}`)).toBe(true)
       return true
     })
     const before = Date.now()
@@ -330,7 +330,7 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
   it("the same visitor gets the same visitor hash on the same day; another user agent another", async () => {
     const link = await createLink(env(), "https://example.com/twice")
     await waitFor(async () => {
-      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      expect(r.info.table.has(`/${link.slug}`)).toBe(true)
       return true
     })
     await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
@@ -350,7 +350,7 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
   it("a link-preview fetcher's GET is a click with bot: true", async () => {
     const link = await createLink(env(), "https://example.com/previewed")
     await waitFor(async () => {
-      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      expect(r.info.table.has(`/${link.slug}`)).toBe(true)
       return true
     })
     expect((await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": SLACKBOT } })).status).toBe(302)
@@ -368,8 +368,8 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     const headed = await createLink(env(), "https://example.com/headed")
     const marker = await createLink(env(), "https://example.com/marker")
     await waitFor(async () => {
-      expect(r.info.table.byPath.has(`/${headed.slug}`)).toBe(true)
-      expect(r.info.table.byPath.has(`/${marker.slug}`)).toBe(true)
+      expect(r.info.table.has(`/${headed.slug}`)).toBe(true)
+      expect(r.info.table.has(`/${marker.slug}`)).toBe(true)
       return true
     })
     const res = await hit(`${r.base}/${headed.slug}`, { method: "HEAD", headers: { "user-agent": CHROME } })
@@ -390,7 +390,7 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
   it("HEAD and GET share one keep-alive connection without a stray body between them", async () => {
     const link = await createLink(env(), "https://example.com/keepalive")
     await waitFor(async () => {
-      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      expect(r.info.table.has(`/${link.slug}`)).toBe(true)
       return true
     })
     const { port } = new URL(r.base)
@@ -416,7 +416,7 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
   it("clicks still buffered when the redirector closes are published before it is gone", async () => {
     const link = await createLink(env(), "https://example.com/last-click")
     await waitFor(async () => {
-      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      expect(r.info.table.has(`/${link.slug}`)).toBe(true)
       return true
     })
     expect((await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })).status).toBe(302)
@@ -436,7 +436,7 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     })
     await call(`${env().api.api}/links/${gone.id}`, { method: "DELETE", key: env().account.key })
     await waitFor(async () => {
-      expect(r.info.table.byPath.has(`/${gone.slug}`)).toBe(false)
+      expect(r.info.table.has(`/${gone.slug}`)).toBe(false)
       return true
     })
     const activeBefore = r.info.table.size
@@ -486,8 +486,8 @@ describe("visitor secrets (shared through PostgreSQL, rotated daily)", () => {
     try {
       const link = await createLink(env(), "https://example.com/secret")
       await waitFor(async () => {
-        expect(one.info.table.byPath.has(`/${link.slug}`)).toBe(true)
-        expect(two.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+        expect(one.info.table.has(`/${link.slug}`)).toBe(true)
+        expect(two.info.table.has(`/${link.slug}`)).toBe(true)
         return true
       })
       await Promise.all([
@@ -550,7 +550,8 @@ describe("click capture when the event log fails", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 10 })
-          for (let i = 0; i < 3; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < 3; i++)
+            buffer.record(entry.linkId, entry.accountId, Date.now(), "192.0.2.1", CHROME, "", "")
           yield* waitForEffect(
             Effect.sync(() => {
               expect(log.attempts()).toBeGreaterThanOrEqual(2)
@@ -583,8 +584,9 @@ describe("click capture when the event log fails", () => {
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 10, clicksPerEvent: 2 })
           for (let i = 0; i < 5; i++) {
-            buffer.record(entry, t0 + i, "192.0.2.1", CHROME, "", "")
-            if (i < 2) buffer.record(other, t0 + i, "192.0.2.2", SLACKBOT, "https://a.example/x", "fr")
+            buffer.record(entry.linkId, entry.accountId, t0 + i, "192.0.2.1", CHROME, "", "")
+            if (i < 2)
+              buffer.record(other.linkId, other.accountId, t0 + i, "192.0.2.2", SLACKBOT, "https://a.example/x", "fr")
           }
           yield* waitForEffect(
             Effect.sync(() => {
@@ -626,7 +628,8 @@ describe("click capture when the event log fails", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(flakySecrets as never, { intervalMs: 10 })
-          for (let i = 0; i < 4; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < 4; i++)
+            buffer.record(entry.linkId, entry.accountId, Date.now(), "192.0.2.1", CHROME, "", "")
           yield* waitForEffect(
             Effect.sync(() => {
               expect(clicksIn(log.published)).toBe(4)
@@ -658,8 +661,10 @@ describe("click capture when the event log fails", () => {
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 60_000, batchSize: 1_000_000 })
           for (let i = 0; i < n; i++) {
+            const link = i % 7 === 0 ? other : entry
             buffer.record(
-              i % 7 === 0 ? other : entry,
+              link.linkId,
+              link.accountId,
               t0 + i,
               peers[i % 5]!,
               agents[i % 2]!,
@@ -694,14 +699,16 @@ describe("click capture when the event log fails", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { maxBuffered: 5, intervalMs: 10, drainMs: 100 })
-          for (let i = 0; i < 12; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < 12; i++)
+            buffer.record(entry.linkId, entry.accountId, Date.now(), "192.0.2.1", CHROME, "", "")
           yield* waitForEffect(
             Effect.sync(() => {
               expect(log.attempts()).toBeGreaterThanOrEqual(1)
               return true
             })
           )
-          for (let i = 0; i < 3; i++) buffer.record(entry, Date.now(), "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < 3; i++)
+            buffer.record(entry.linkId, entry.accountId, Date.now(), "192.0.2.1", CHROME, "", "")
           expect(buffer.count + buffer.waiting).toBe(5)
           expect(buffer.dropped).toBe(10)
           return buffer
@@ -752,7 +759,7 @@ describe.skipIf(brokers === undefined)("redirector over Kafka (needs TEST_KAFKA_
     const env = kafka()
     const link = await createLink(env, "https://example.com/k-click")
     await waitFor(async () => {
-      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      expect(r.info.table.has(`/${link.slug}`)).toBe(true)
       return true
     })
     await hit(`${r.base}/${link.slug}`, { headers: { "user-agent": CHROME } })
@@ -771,7 +778,7 @@ describe.skipIf(brokers === undefined)("redirector over Kafka (needs TEST_KAFKA_
     const env = kafka()
     const link = await createLink(env, "https://example.com/k-restart")
     await waitFor(async () => {
-      expect(r.info.table.byPath.has(`/${link.slug}`)).toBe(true)
+      expect(r.info.table.has(`/${link.slug}`)).toBe(true)
       return true
     })
     await r.close()

@@ -49,19 +49,19 @@ describe("click spool", () => {
     const buffer = new ClickBuffer(1_000, 1_000)
     spool.attach(buffer)
     const t0 = 1_700_000_000_000
-    buffer.record(linkX, t0, v4(192, 0, 2, 1), CHROME, "", "")
-    buffer.record(linkY, t0 + 1, "2001:db8::1", "curl/8", "https://a.example/x", "FR")
+    buffer.record(linkX.linkId, linkX.accountId, t0, v4(192, 0, 2, 1), CHROME, "", "")
+    buffer.record(linkY.linkId, linkY.accountId, t0 + 1, "2001:db8::1", "curl/8", "https://a.example/x", "FR")
     expect(spool.write(buffer.current)).toBe(true)
     expect(spool.write(buffer.current)).toBe(false)
-    buffer.record(linkX, t0 + 2, v4(192, 0, 2, 1), CHROME, "https://a.example/x", "")
+    buffer.record(linkX.linkId, linkX.accountId, t0 + 2, v4(192, 0, 2, 1), CHROME, "https://a.example/x", "")
     const id = buffer.current.id
     buffer.take() // seals: the rest is written
     expect(files()).toHaveLength(1)
     const round = readSegment(fs.readFileSync(path.join(dir, files()[0]!)), id)
     expect(round.count).toBe(3)
     expect([...round.times.subarray(0, 3)]).toEqual([t0, t0 + 1, t0 + 2])
-    expect(round.entries.slice(0, 3).map((e) => e!.linkId)).toEqual(["link_x", "link_y", "link_x"])
-    expect(round.entries[2]!.accountId).toBe("acc_x")
+    expect(round.linkIds.slice(0, 3)).toEqual(["link_x", "link_y", "link_x"])
+    expect(round.accountIds.slice(0, 3)).toEqual(["acc_x", "acc_y", "acc_x"])
     expect([...round.peers.subarray(0, 3)].map((i) => round.peerValues.values[i])).toEqual([
       "192.0.2.1",
       "2001:db8::1",
@@ -81,11 +81,11 @@ describe("click spool", () => {
     const spool = new ClickSpool(dir, 60_000)
     const buffer = new ClickBuffer(1_000, 1_000)
     spool.attach(buffer)
-    buffer.record(linkX, 1, "192.0.2.1", CHROME, "", "")
+    buffer.record(linkX.linkId, linkX.accountId, 1, "192.0.2.1", CHROME, "", "")
     spool.write(buffer.current)
     const whole = fs.statSync(path.join(dir, files()[0]!)).size
-    buffer.record(linkX, 2, "192.0.2.9", CHROME, "", "")
-    buffer.record(linkX, 3, "192.0.2.9", CHROME, "", "")
+    buffer.record(linkX.linkId, linkX.accountId, 2, "192.0.2.9", CHROME, "", "")
+    buffer.record(linkX.linkId, linkX.accountId, 3, "192.0.2.9", CHROME, "", "")
     spool.write(buffer.current)
     const file = path.join(dir, files()[0]!)
     const data = fs.readFileSync(file)
@@ -105,7 +105,8 @@ describe("click spool", () => {
         Effect.gen(function* () {
           const spool = new ClickSpool(dir, 5)
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 60_000, batchSize: 100_000, spool })
-          for (let i = 0; i < 10; i++) buffer.record(linkX, Date.now(), "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < 10; i++)
+            buffer.record(linkX.linkId, linkX.accountId, Date.now(), "192.0.2.1", CHROME, "", "")
           yield* waitForEffect(
             Effect.sync(() => {
               expect(files()).toHaveLength(1)
@@ -134,8 +135,9 @@ describe("click spool", () => {
         Effect.scoped(
           Effect.gen(function* () {
             const buffer = yield* makeClickCapture(secrets, { intervalMs: 10, spool: new ClickSpool(dir, 5) })
-            for (let i = 0; i < 5; i++) buffer.record(linkX, t0 + i, "192.0.2.1", CHROME, "", "")
-            buffer.record(linkY, t0, "192.0.2.2", "curl/8", "https://a.example/", "DE")
+            for (let i = 0; i < 5; i++)
+              buffer.record(linkX.linkId, linkX.accountId, t0 + i, "192.0.2.1", CHROME, "", "")
+            buffer.record(linkY.linkId, linkY.accountId, t0, "192.0.2.2", "curl/8", "https://a.example/", "DE")
             yield* waitForEffect(Effect.sync(() => clicksIn(first.published) === 6))
           })
         ).pipe(Effect.provide(first.layer), Effect.provide(quiet))
@@ -169,7 +171,7 @@ describe("click spool", () => {
     const first = new ClickSpool(dir, 60_000)
     const buffer = new ClickBuffer(1_000, 1_000)
     first.attach(buffer)
-    buffer.record(linkX, 1, "192.0.2.1", CHROME, "", "")
+    buffer.record(linkX.linkId, linkX.accountId, 1, "192.0.2.1", CHROME, "", "")
     first.write(buffer.current)
     expect(files()).toHaveLength(1)
     expect(new ClickSpool(dir, 60_000).recovered).toEqual([])

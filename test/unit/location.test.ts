@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest"
 import { mergeUtm, PLAIN_HTTP_URL, prepareLocation, visibleAscii } from "../../apps/redirector/Location.js"
-import { type LinkState, SlugTable } from "../../apps/redirector/SlugTable.js"
 import { isHttpUrl } from "../../domain/Link.js"
 
 describe("UTM merge", () => {
@@ -75,64 +74,6 @@ describe("Location safety", () => {
     for (const bad of ["javascript:alert(1)", "//e.com/", "data:text/html,x", " https://e.com/", "ftp://e.com/"]) {
       expect(prepareLocation(bad, null), bad).toBeNull()
     }
-  })
-})
-
-describe("prepared answers in the slug table", () => {
-  const state = (over: Partial<LinkState> = {}): LinkState => ({
-    id: "link_1",
-    accountId: "acc_1",
-    slug: "abcdefg",
-    destinationUrl: "https://e.com/a",
-    active: true,
-    utm: null,
-    expiresAt: null,
-    updatedAt: 1000,
-    ...over
-  })
-
-  it("holds the final Location (UTM merged, encoded) per path, computed when the link arrives", () => {
-    const table = new SlugTable()
-    table.apply(state({ destinationUrl: "https://e.com/a b", utm: { utm_source: "x" }, expiresAt: 5000 }))
-    expect(table.byPath.get("/abcdefg")).toEqual({
-      location: "https://e.com/a%20b?utm_source=x",
-      linkId: "link_1",
-      accountId: "acc_1",
-      expiresAt: 5000
-    })
-    table.apply(state({ updatedAt: 1001 }))
-    expect(table.byPath.get("/abcdefg")?.expiresAt).toBe(Number.POSITIVE_INFINITY)
-  })
-
-  it("ignores a state older than the one it holds, applies an equal or newer one", () => {
-    const table = new SlugTable()
-    table.apply(state({ destinationUrl: "https://e.com/new", updatedAt: 2000 }))
-    expect(table.apply(state({ destinationUrl: "https://e.com/old", updatedAt: 1999 }))).toBe(false)
-    expect(table.byPath.get("/abcdefg")?.location).toBe("https://e.com/new")
-    expect(table.apply(state({ destinationUrl: "https://e.com/same-ms", updatedAt: 2000 }))).toBe(true)
-    expect(table.byPath.get("/abcdefg")?.location).toBe("https://e.com/same-ms")
-  })
-
-  it("a disabled link leaves the table, and a late older event cannot bring it back", () => {
-    const table = new SlugTable()
-    table.apply(state({ updatedAt: 1000 }))
-    table.apply(state({ active: false, updatedAt: 3000 }))
-    expect(table.byPath.has("/abcdefg")).toBe(false)
-    expect(table.apply(state({ updatedAt: 2000 }))).toBe(false)
-    expect(table.byPath.has("/abcdefg")).toBe(false)
-  })
-
-  it("does not serve a destination that is not an absolute http(s) URL", () => {
-    const table = new SlugTable()
-    table.apply(state({ destinationUrl: "javascript:alert(1)" }))
-    expect(table.byPath.size).toBe(0)
-  })
-
-  it("never lets a link take a reserved path such as /healthz or /readyz, whatever its case", () => {
-    const table = new SlugTable()
-    table.apply(state({ id: "link_a", slug: "healthz" }))
-    table.apply(state({ id: "link_b", slug: "ReadyZ" }))
-    expect(table.byPath.size).toBe(0)
   })
 })
 

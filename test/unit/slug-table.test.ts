@@ -1,0 +1,143 @@
+import { describe, expect, it } from "vitest"
+import { type LinkState, SlugTable } from "../../apps/redirector/SlugTable.js"
+
+describe("prepared answers in the slug table", () => {
+  const state = (over: Partial<LinkState> = {}): LinkState => ({
+    id: "link_1",
+    accountId: "acc_1",
+    slug: "abcdefg",
+    destinationUrl: "https://e.com/a",
+    active: true,
+    utm: null,
+    expiresAt: null,
+    updatedAt: 1000,
+    ...over
+  })
+
+  it("holds the final Location (UTM merged, encoded) per path, computed when the link arrives", () => {
+    const table = new SlugTable()
+    table.apply(state({ destinationUrl: "https://e.com/a b", utm: { utm_source: "x" }, expiresAt: 5000 }))
+    expect(table.entryOf("/abcdefg")).toEqual({
+      location: "https://e.com/a%20b?utm_source=x",
+      linkId: "link_1",
+      accountId: "acc_1",
+      expiresAt: 5000
+    })
+    table.apply(state({ updatedAt: 1001 }))
+    expect(table.entryOf("/abcdefg")?.expiresAt).toBe(Number.POSITIVE_INFINITY)
+  })
+
+  it("ignores a state older than the one it holds, applies an equal or newer one", () => {
+    const table = new SlugTable()
+    table.apply(state({ destinationUrl: "https://e.com/new", updatedAt: 2000 }))
+    expect(table.apply(state({ destinationUrl: "https://e.com/old", updatedAt: 1999 }))).toBe(false)
+    expect(table.entryOf("/abcdefg")?.location).toBe("https://e.com/new")
+    expect(table.apply(state({ destinationUrl: "https://e.com/same-ms", updatedAt: 2000 }))).toBe(true)
+    expect(table.entryOf("/abcdefg")?.location).toBe("https://e.com/same-ms")
+  })
+
+  it("a disabled link leaves the table, and a late older event cannot bring it back", () => {
+    const table = new SlugTable()
+    table.apply(state({ updatedAt: 1000 }))
+    table.apply(state({ active: false, updatedAt: 3000 }))
+    expect(table.has("/abcdefg")).toBe(false)
+    expect(table.apply(state({ updatedAt: 2000 }))).toBe(false)
+    expect(table.has("/abcdefg")).toBe(false)
+  })
+
+  it("does not serve a destination that is not an absolute http(s) URL", () => {
+    const table = new SlugTable()
+    table.apply(state({ destinationUrl: "javascript:alert(1)" }))
+    expect(table.size).toBe(0)
+  })
+
+  it("never lets a link take a reserved path such as /healthz or /readyz, whatever its case", () => {
+    const table = new SlugTable()
+    table.apply(state({ id: "link_a", slug: "healthz" }))
+    table.apply(state({ id: "link_b", slug: "ReadyZ" }))
+    expect(table.size).toBe(0)
+  })
+})
+
+describe("the slug table's rows", () => {
+  const link = (n: number, over: Partial<LinkState> = {}): LinkState => ({
+    id: `link_${n}`,
+    accountId: `acc_${n % 3}`,
+    slug: `slug${n}`,
+    destinationUrl: `https://e.com/${n}`,
+    active: true,
+    utm: null,
+    expiresAt: null,
+    updatedAt: 1000,
+    ...over
+  })
+
+  it("a disabled link gives its row back, and the next new link takes it", () => {
+    const table = new SlugTable()
+    for (let n = 0; n < 3; n++) table.apply(link(n))
+    const row = table.rowOf("/slug1")
+    expect(row).toBeGreaterThanOrEqual(0)
+    table.apply(link(1, { active: false, updatedAt: 2000 }))
+    expect(table.rowOf("/slug1")).toBe(-1)
+    expect(table.size).toBe(2)
+    table.apply(link(3))
+    expect(table.rowOf("/slug3")).toBe(row)
+    expect(table.rowCount).toBe(3)
+    expect(table.entryOf("/slug3")).toEqual({
+      location: "https://e.com/3",
+      linkId: "link_3",
+      accountId: "acc_0",
+      expiresAt: Number.POSITIVE_INFINITY
+    })
+    // The row's new link answers; the disabled one stays out, whatever older state comes late.
+    expect(table.apply(link(1, { updatedAt: 1999 }))).toBe(false)
+    expect(table.has("/slug1")).toBe(false)
+    expect(table.entryOf("/slug3")?.linkId).toBe("link_3")
+  })
+
+  it("a link that stops redirecting for its destination or slug leaves a tombstone with its version too", () => {
+    const table = new SlugTable()
+    table.apply(link(1, { destinationUrl: "javascript:alert(1)", updatedAt: 5000 }))
+    expect(table.has("/slug1")).toBe(false)
+    expect(table.apply(link(1, { updatedAt: 4999 }))).toBe(false)
+    expect(table.has("/slug1")).toBe(false)
+    expect(table.apply(link(1, { updatedAt: 5001 }))).toBe(true)
+    expect(table.entryOf("/slug1")?.location).toBe("https://e.com/1")
+    expect(table.size).toBe(1)
+  })
+
+  it("an update keeps the link's row and changes what it answers, expiry included", () => {
+    const table = new SlugTable()
+    table.apply(link(7, { expiresAt: 10_000 }))
+    const row = table.rowOf("/slug7")
+    table.apply(link(7, { destinationUrl: "https://e.com/moved", utm: { utm_source: "x" }, updatedAt: 1001 }))
+    expect(table.rowOf("/slug7")).toBe(row)
+    expect(table.entryOf("/slug7")).toMatchObject({
+      location: "https://e.com/moved?utm_source=x",
+      expiresAt: Number.POSITIVE_INFINITY
+    })
+    expect(table.apply(link(7, { expiresAt: 10_000, updatedAt: 1000 }))).toBe(false)
+    expect(table.expiresAt(row)).toBe(Number.POSITIVE_INFINITY)
+    expect(table.size).toBe(1)
+  })
+
+  it("grows past its first rows (1024) and keeps every link", () => {
+    const table = new SlugTable()
+    const count = 5000
+    for (let n = 0; n < count; n++) table.apply(link(n, { accountId: `acc_${String(n % 3)}` }))
+    expect(table.size).toBe(count)
+    expect(table.rowCount).toBe(count)
+    for (let n = 0; n < count; n += 499) {
+      expect(table.entryOf(`/slug${n}`)).toEqual({
+        location: `https://e.com/${n}`,
+        linkId: `link_${n}`,
+        accountId: `acc_${n % 3}`,
+        expiresAt: Number.POSITIVE_INFINITY
+      })
+    }
+    expect(table.expiresAt(count - 1)).toBe(Number.POSITIVE_INFINITY)
+    expect(table.accountId(count - 1)).toBe(`acc_${(count - 1) % 3}`)
+    expect(table.has("/slug5000")).toBe(false)
+    expect(table.rowOf("/nothing")).toBe(-1)
+  })
+})
