@@ -135,3 +135,41 @@ quiet_wait() {
 
 # rss_mb PID: resident memory of one process, in MB.
 rss_mb() { awk '/^VmRSS:/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
+
+# bench_start FIRST_WARMUP ROUNDS TMP_NAME: what each redirect bench does first: checks its
+# tools, reads the tunables they share (BENCH_DURATION, default 10 s; BENCH_WARMUP, 3 s;
+# BENCH_FIRST_WARMUP, FIRST_WARMUP s; BENCH_ROUNDS, ROUNDS; BENCH_THREADS, 1; BENCH_CONNECTIONS,
+# 64; BENCH_NICE, 10) and makes TMP, with the service's DATA_DIR_BENCH in it.
+bench_start() {
+  ensure_wrk
+  command -v curl >/dev/null 2>&1 || die "curl is required"
+  [ -d node_modules/tsx ] || die "node_modules is missing: run npm install first"
+  DURATION=${BENCH_DURATION:-10}
+  WARMUP=${BENCH_WARMUP:-3}
+  FIRST_WARMUP=${BENCH_FIRST_WARMUP:-$1}
+  ROUNDS=${BENCH_ROUNDS:-$2}
+  THREADS=${BENCH_THREADS:-1}
+  CONNECTIONS=${BENCH_CONNECTIONS:-64}
+  NICE=${BENCH_NICE:-10}
+  [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer"
+  TMP=$(mktemp -d "${TMPDIR:-/tmp}/$3.XXXXXX")
+  DATA_DIR_BENCH=$TMP/data
+  mkdir -p "$DATA_DIR_BENCH"
+  chmod 0711 "$TMP" # the embedded PostgreSQL runs as `postgres` when we are root
+}
+
+# bench_finish STATUS LOG...: the end of each cleanup, once its processes are stopped: the
+# embedded PostgreSQL stopped, the logs' last lines shown when the run failed, TMP removed
+# (kept with BENCH_KEEP=1), and the exit with STATUS.
+bench_finish() {
+  local status=$1 f
+  shift
+  stop_embedded_postgres "$DATA_DIR_BENCH"
+  if [ "$status" -ne 0 ]; then
+    for f in "$@"; do
+      [ -s "$TMP/$f" ] && { printf -- '--- last lines of %s ---\n' "$f" >&2; tail -n 30 "$TMP/$f" >&2 || true; }
+    done
+  fi
+  if [ "${BENCH_KEEP:-0}" = 1 ]; then printf '%s: kept %s\n' "$BENCH_NAME" "$TMP" >&2; else rm -rf "$TMP"; fi
+  exit "$status"
+}

@@ -25,23 +25,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect-parallel.sh
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
-ensure_wrk
-command -v curl >/dev/null 2>&1 || die "curl is required"
-[ -d node_modules/tsx ] || die "node_modules is missing: run npm install first"
-
-DURATION=${BENCH_DURATION:-10}
-WARMUP=${BENCH_WARMUP:-3}
-FIRST_WARMUP=${BENCH_FIRST_WARMUP:-10}
-ROUNDS=${BENCH_ROUNDS:-3}
-THREADS=${BENCH_THREADS:-1}
-CONNECTIONS=${BENCH_CONNECTIONS:-64}
-NICE=${BENCH_NICE:-10}
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer"
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-bench-parallel.XXXXXX")
-DATA_DIR_BENCH=$TMP/data
-mkdir -p "$DATA_DIR_BENCH"
-chmod 0711 "$TMP" # the embedded PostgreSQL runs as `postgres` when we are root
+bench_start 10 3 shortlinks-bench-parallel
 ALL_PID="" ONE_PID="" PROC1_PID="" PROC2_PID="" THREADS_PID=""
 
 cleanup() {
@@ -53,14 +37,7 @@ cleanup() {
   stop_pid "$PROC2_PID" 30
   stop_pid "$THREADS_PID" 30
   stop_pid "$ALL_PID" 60
-  stop_embedded_postgres "$DATA_DIR_BENCH"
-  if [ "$status" -ne 0 ]; then
-    for f in all.log one.log proc1.log proc2.log threads.log; do
-      [ -s "$TMP/$f" ] && { printf -- '--- last lines of %s ---\n' "$f" >&2; tail -n 30 "$TMP/$f" >&2 || true; }
-    done
-  fi
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then printf '%s: kept %s\n' "$BENCH_NAME" "$TMP" >&2; else rm -rf "$TMP"; fi
-  exit "$status"
+  bench_finish "$status" all.log one.log proc1.log proc2.log threads.log
 }
 trap cleanup EXIT
 trap 'exit 130' INT

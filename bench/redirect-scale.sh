@@ -25,25 +25,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect-scale.sh
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
-ensure_wrk
-command -v curl >/dev/null 2>&1 || die "curl is required"
-[ -d node_modules/tsx ] || die "node_modules is missing: run npm install first"
-
+bench_start 15 2 shortlinks-bench-scale
 LINKS=${BENCH_LINKS:-1000000}
-DURATION=${BENCH_DURATION:-10}
-WARMUP=${BENCH_WARMUP:-3}
-FIRST_WARMUP=${BENCH_FIRST_WARMUP:-15}
-ROUNDS=${BENCH_ROUNDS:-2}
-THREADS=${BENCH_THREADS:-1}
-CONNECTIONS=${BENCH_CONNECTIONS:-64}
-NICE=${BENCH_NICE:-10}
 [[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer"
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-bench-scale.XXXXXX")
-DATA_DIR_BENCH=$TMP/data
-mkdir -p "$DATA_DIR_BENCH"
-chmod 0711 "$TMP" # the embedded PostgreSQL runs as `postgres` when we are root
 ALL_PID="" BARE_PID="" ONE_PID="" SCALE_PID=""
 
 cleanup() {
@@ -54,14 +38,7 @@ cleanup() {
   stop_pid "$ONE_PID" 30
   stop_pid "$SCALE_PID" 30
   stop_pid "$ALL_PID" 60
-  stop_embedded_postgres "$DATA_DIR_BENCH"
-  if [ "$status" -ne 0 ]; then
-    for f in all.log bare.log one.log scale.log; do
-      [ -s "$TMP/$f" ] && { printf -- '--- last lines of %s ---\n' "$f" >&2; tail -n 30 "$TMP/$f" >&2 || true; }
-    done
-  fi
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then printf '%s: kept %s\n' "$BENCH_NAME" "$TMP" >&2; else rm -rf "$TMP"; fi
-  exit "$status"
+  bench_finish "$status" all.log bare.log one.log scale.log
 }
 trap cleanup EXIT
 trap 'exit 130' INT

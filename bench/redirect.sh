@@ -63,25 +63,9 @@ BENCH_NAME=bench/redirect.sh
 . bench/lib.sh
 # shellcheck source=bench/custom-domain.sh
 . bench/custom-domain.sh
-ensure_wrk
-command -v curl >/dev/null 2>&1 || die "curl is required"
-[ -d node_modules/tsx ] || die "node_modules is missing: run npm install first"
-
-DURATION=${BENCH_DURATION:-10}
-WARMUP=${BENCH_WARMUP:-3}
-THREADS=${BENCH_THREADS:-1}
-CONNECTIONS=${BENCH_CONNECTIONS:-64}
+bench_start 20 3 shortlinks-bench
 DRAIN_TIMEOUT=${BENCH_DRAIN_TIMEOUT:-120}
-NICE=${BENCH_NICE:-10}
-ROUNDS=${BENCH_ROUNDS:-3}
-FIRST_WARMUP=${BENCH_FIRST_WARMUP:-20}
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer"
 [ "$DURATION" -ge 4 ] || die "BENCH_DURATION must be at least 4 (seconds)"
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/shortlinks-bench.XXXXXX")
-DATA_DIR_BENCH=$TMP/data
-mkdir -p "$DATA_DIR_BENCH"
-chmod 0711 "$TMP" # the embedded PostgreSQL runs as `postgres` when we are root
 ALL_PID="" BARE_PID="" CAP_PID="" NOCAP_PID=""
 
 cleanup() {
@@ -93,14 +77,7 @@ cleanup() {
   stop_pid "$NOCAP_PID" 30
   stop_pid "$ALL_PID" 60
   stop_pid "$DNSMASQ_PID" 5
-  stop_embedded_postgres "$DATA_DIR_BENCH"
-  if [ "$status" -ne 0 ]; then
-    for f in all.log bare.log capture.log nocapture.log crash.log; do
-      [ -s "$TMP/$f" ] && { printf -- '--- last lines of %s ---\n' "$f" >&2; tail -n 30 "$TMP/$f" >&2 || true; }
-    done
-  fi
-  if [ "${BENCH_KEEP:-0}" = 1 ]; then printf '%s: kept %s\n' "$BENCH_NAME" "$TMP" >&2; else rm -rf "$TMP"; fi
-  exit "$status"
+  bench_finish "$status" all.log bare.log capture.log nocapture.log crash.log
 }
 trap cleanup EXIT
 trap 'exit 130' INT
