@@ -76,11 +76,13 @@ const clickIndexes = (of: string) =>
   })
 
 /**
- * Why a clicks.recorded (version 2) payload is inconsistent, or undefined when it is not:
+ * Why a clicks.recorded (version 2 or 3) payload is inconsistent, or undefined when it is not:
  * every column has one entry per click (1 to MAX_CLICKS_PER_EVENT), every index points
- * into its list, and the times stay safe integers.
+ * into its list, the times stay safe integers, and (version 3) each link is listed once.
  */
 export const clickColumnsProblem = (d: {
+  readonly links?: ReadonlyArray<string>
+  readonly link?: ReadonlyArray<number>
   readonly at: ReadonlyArray<number>
   readonly country: ReadonlyArray<number>
   readonly referrer: ReadonlyArray<number>
@@ -94,6 +96,12 @@ export const clickColumnsProblem = (d: {
   if (d.country.length !== n || d.referrer.length !== n || d.visitor.length !== n) {
     return "at, country, referrer and visitor must have one entry per click"
   }
+  const { links, link } = d
+  if (links !== undefined && link !== undefined) {
+    if (link.length !== n) return "link must have one entry per click"
+    if (new Set(links).size !== links.length) return "links: each link once"
+    for (let i = 0; i < n; i++) if (link[i]! >= links.length) return "link: an index past the end of links"
+  }
   let at = 0
   for (let i = 0; i < n; i++) {
     at += d.at[i]!
@@ -105,8 +113,8 @@ export const clickColumnsProblem = (d: {
   return undefined
 }
 
-export const ClickColumnsData = Schema.Struct({
-  link_id: Schema.String.annotations({ description: "The link followed; also the message key." }),
+/** The columns versions 2 and 3 share: each distinct value once, then per click its time and indexes. */
+const valueColumns = (order: string) => ({
   countries: Schema.Array(ClickEventData.fields.country).annotations({
     description: "The distinct countries of the clicks (ISO 3166-1 alpha-2, or null when unknown)."
   }),
@@ -115,11 +123,16 @@ export const ClickColumnsData = Schema.Struct({
   }),
   visitors: Schema.Array(ClickVisitor).annotations({ description: "The distinct visitors of the clicks." }),
   at: Schema.Array(Schema.Number.pipe(Schema.int())).annotations({
-    description: `Per click, in the order they happened (1 to ${MAX_CLICKS_PER_EVENT} clicks): its time, the first in milliseconds since the epoch (UTC), each next one in milliseconds after the click before it (negative only if the clock went back).`
+    description: `Per click, ${order} (1 to ${MAX_CLICKS_PER_EVENT} clicks): its time, the first in milliseconds since the epoch (UTC), each next one in milliseconds after the click before it (negative only if the clock went back).`
   }),
   country: clickIndexes("countries"),
   referrer: clickIndexes("referrer_hosts"),
   visitor: clickIndexes("visitors")
+})
+
+export const ClickColumnsData = Schema.Struct({
+  link_id: Schema.String.annotations({ description: "The link followed; also the message key." }),
+  ...valueColumns("in the order they happened")
 })
   .pipe(Schema.filter((d) => clickColumnsProblem(d) ?? true))
   .annotations({
@@ -131,12 +144,36 @@ export type ClickColumnsData = typeof ClickColumnsData.Type
 
 export const ClicksRecordedV2 = envelope("clicks.recorded", ClickColumnsData, 2).annotations({
   description:
-    "Browsers followed a short link (GET; HEAD is not a click): the redirector publishes one event per link per flush (every 100 ms, or sooner under load), its clicks column by column. Click i happened at the sum of `at[0..i]`, from `countries[country[i]]`, with referrer host `referrer_hosts[referrer[i]]`, by `visitors[visitor[i]]`. `occurred_at` is when the batch was made; `account_id` is the link's owner. What repeats is written once: an event is about a tenth of version 1's size."
+    "Version 2, no longer written: the clicks of one link per flush of a redirector, keyed by the link id, column by column as in version 3 without `links` and `link` (every click is on `link_id`). Consumers still read it (the topic may hold it)."
 })
 export type ClicksRecordedV2 = typeof ClicksRecordedV2.Type
 
-/** The clicks of a clicks.recorded event of either version, one object each, in order. */
-export const batchedClicks = (data: ClickColumnsData | typeof ClicksEventData.Type): ReadonlyArray<BatchedClick> => {
+export const AccountClickColumnsData = Schema.Struct({
+  links: Schema.Array(Schema.String).annotations({
+    description: "The distinct links of the clicks, each once."
+  }),
+  link: clickIndexes("links"),
+  ...valueColumns("in the order the redirector took them, whatever their link")
+})
+  .pipe(Schema.filter((d) => clickColumnsProblem(d) ?? true))
+  .annotations({
+    identifier: "AccountClickColumns",
+    description:
+      "Clicks on the links of one account, column by column: one entry per click in `link`, `at`, `country`, `referrer` and `visitor`."
+  })
+export type AccountClickColumnsData = typeof AccountClickColumnsData.Type
+
+export const ClicksRecordedV3 = envelope("clicks.recorded", AccountClickColumnsData, 3).annotations({
+  description:
+    "Browsers followed short links (GET; HEAD is not a click): the redirector publishes one event per account per flush (every 100 ms, or sooner under load; a busy account's clicks in several events), its clicks column by column. Click i is on link `links[link[i]]`, happened at the sum of `at[0..i]`, from `countries[country[i]]`, with referrer host `referrer_hosts[referrer[i]]`, by `visitors[visitor[i]]`. `occurred_at` is when the batch was made; `account_id` is the links' owner and the message key. Version 3 is what redirectors write; versions 2 and 1 (one event per link, keyed by the link id) are still read. The key is the account, not the link: a consumer that needs one link's clicks in order must order them by `at`, not rely on the partition."
+})
+export type ClicksRecordedV3 = typeof ClicksRecordedV3.Type
+
+/** The data of a clicks.recorded event of any version. */
+export type ClicksData = AccountClickColumnsData | ClickColumnsData | typeof ClicksEventData.Type
+
+/** The clicks of a clicks.recorded event of any version, one object each (without their link), in order. */
+export const batchedClicks = (data: ClicksData): ReadonlyArray<BatchedClick> => {
   if ("clicks" in data) return data.clicks
   const clicks: Array<BatchedClick> = []
   let at = 0
@@ -156,15 +193,27 @@ export const batchedClicks = (data: ClickColumnsData | typeof ClicksEventData.Ty
   return clicks
 }
 
+/** A click with its link. */
+export type LinkedClick = BatchedClick & { readonly link_id: string }
+
+/** The link of click i of a clicks.recorded event of any version. */
+export const clickLink = (data: ClicksData, i: number): string =>
+  "links" in data ? data.links[data.link[i]!]! : data.link_id
+
+/** The clicks of a clicks.recorded event of any version, each with its link, in order. */
+export const linkedClicks = (data: ClicksData): ReadonlyArray<LinkedClick> =>
+  batchedClicks(data).map((c, i) => ({ link_id: clickLink(data, i), ...c }))
+
 export const ClickRecorded = envelope("click.recorded", ClickEventData).annotations({
   description:
     "Legacy, no longer written: one click per event, as redirectors before `clicks.recorded` published it. Consumers still read it (the topic may hold it). `occurred_at` is the time of the click; `account_id` the link's owner."
 })
 export type ClickRecorded = typeof ClickRecorded.Type
 
-/** Topic clicks.v1, keyed by link id. */
-export const ClickEvent = Schema.Union(ClicksRecordedV2, ClicksRecorded, ClickRecorded).annotations({
+/** Topic clicks.v1, keyed by account id (versions 1 and 2 of clicks.recorded and click.recorded: by link id). */
+export const ClickEvent = Schema.Union(ClicksRecordedV3, ClicksRecordedV2, ClicksRecorded, ClickRecorded).annotations({
   identifier: "ClickEvent",
-  description: "Topic clicks.v1, keyed by link id."
+  description:
+    "Topic clicks.v1, keyed by account id (versions 1 and 2 of clicks.recorded and click.recorded: by link id)."
 })
 export type ClickEvent = typeof ClickEvent.Type

@@ -1,4 +1,4 @@
-import { ClickRecorded, ClicksRecorded, ClicksRecordedV2 } from "./ClickEvents.js"
+import { ClickRecorded, ClicksRecorded, ClicksRecordedV2, ClicksRecordedV3 } from "./ClickEvents.js"
 import {
   DomainDisabled,
   DomainRegistered,
@@ -72,10 +72,10 @@ export const Catalogue = [
   },
   {
     topic: "clicks.v1",
-    key: "link id",
+    key: "account id (events written before version 3 of `clicks.recorded`: link id)",
     description:
-      "Every redirect of a GET request on the short host, batched per link by the redirector. The analytics tables are a projection of it (`cli replay` rebuilds them).",
-    events: [ClicksRecordedV2, ClicksRecorded, ClickRecorded]
+      "Every redirect of a GET request on the short host, batched per account by the redirector. The analytics tables are a projection of it (`cli replay` rebuilds them).",
+    events: [ClicksRecordedV3, ClicksRecordedV2, ClicksRecorded, ClickRecorded]
   }
 ] as const
 

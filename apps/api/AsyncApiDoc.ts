@@ -72,7 +72,7 @@ export const renderAsyncApi = () => {
       title: "Link Shortening and Hosted Image Service events",
       version: "1.0.0",
       description:
-        "The topics of the service's event log (Apache Kafka when `KAFKA_BROKERS` is set, otherwise the embedded log: same topics, keys and partitions). Every event is JSON with the envelope `{ id, type, version, occurred_at, account_id, data }`; the message key is the entity id. Generated from `domain/Events.ts`; docs/events.md is the same catalogue in prose.",
+        "The topics of the service's event log (Apache Kafka when `KAFKA_BROKERS` is set, otherwise the embedded log: same topics, keys and partitions). Every event is JSON with the envelope `{ id, type, version, occurred_at, account_id, data }`; the message key is the entity id (on clicks.v1 the account id). Generated from `domain/Events.ts`; docs/events.md is the same catalogue in prose.",
       // AsyncAPI's license has no SPDX identifier (name and url only).
       license: { name: LICENSE.name }
     },

@@ -3,6 +3,7 @@ import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
 import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
 import { BoundedCache } from "../../infra/BoundedCache.js"
 import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
+import { ClickGroup, MAX_EVENT_LIST_CHARS } from "./ClickGroup.js"
 import { ClickBuffer } from "./ClickRound.js"
 import type { ClickSpool } from "./ClickSpool.js"
 import type { VisitorSecrets } from "./VisitorSecrets.js"
@@ -11,11 +12,7 @@ import type { VisitorSecrets } from "./VisitorSecrets.js"
 const CACHE_ENTRIES = 10_000
 /** Raw clicks converted between two yields to the event loop. */
 const CONVERT_SLICE = 1_000
-/**
- * Clicks per clicks.recorded event by default: a visitor's entry is ~75 characters and each
- * click adds ~20, so even with every click by another visitor an event stays under 400 KB
- * (Kafka takes 1 MB per message by default).
- */
+/** Clicks per clicks.recorded event by default. */
 const CLICKS_PER_EVENT = 4_000
 /**
  * JSON characters per publish call at most (a few events): Kafka takes at most 1 MB per
@@ -28,7 +25,7 @@ export interface ClickCaptureOptions {
   readonly maxBuffered?: number
   /** Buffered clicks that trigger a flush before the interval (default 10000). */
   readonly batchSize?: number
-  /** Clicks of one link per clicks.recorded event at most (default 4000). */
+  /** Clicks of one account per clicks.recorded event at most (default 4000). */
   readonly clicksPerEvent?: number
   readonly intervalMs?: number
   /** How long closing keeps retrying to publish what is left (default 10 s). */
@@ -42,7 +39,7 @@ export interface ClickCaptureOptions {
 
 /**
  * Click capture: the buffer for the request path and a flusher that publishes to clicks.v1
- * every `intervalMs` or `batchSize` clicks, one clicks.recorded event per link per round
+ * every `intervalMs` or `batchSize` clicks, one clicks.recorded event per account per round
  * (of at most `clicksPerEvent` clicks). A failed publish keeps its events and retries them
  * with a back-off. Closing the scope stops the flusher and publishes what is left.
  */
@@ -130,61 +127,8 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     let failures = 0
 
     /**
-     * One link's clicks of a round, column by column (ClickColumnsData, domain/Events.ts):
-     * per click its time (after the one before) and the indexes of its values in the event's
-     * lists, which hold the JSON of each distinct value once.
-     */
-    class Group {
-      at: Array<number> = []
-      country: Array<number> = []
-      referrer: Array<number> = []
-      visitor: Array<number> = []
-      lastAt = 0
-      readonly countries = new Map<string, number>()
-      readonly referrers = new Map<string, number>()
-      readonly visitors = new Map<string, number>()
-      constructor(
-        readonly linkId: string,
-        readonly accountId: string
-      ) {}
-      static indexOf(values: Map<string, number>, json: string) {
-        let i = values.get(json)
-        if (i === undefined) {
-          i = values.size
-          values.set(json, i)
-        }
-        return i
-      }
-      push(time: number, countryJson: string, referrerJson: string, visitorJson: string) {
-        this.at.push(time - this.lastAt)
-        this.lastAt = time
-        this.country.push(Group.indexOf(this.countries, countryJson))
-        this.referrer.push(Group.indexOf(this.referrers, referrerJson))
-        this.visitor.push(Group.indexOf(this.visitors, visitorJson))
-      }
-      /** The event's `data`; the group starts a new event. */
-      take(): string {
-        const list = (values: Map<string, number>) => [...values.keys()].join(",")
-        const data =
-          `{"link_id":${JSON.stringify(this.linkId)},"countries":[${list(this.countries)}],` +
-          `"referrer_hosts":[${list(this.referrers)}],"visitors":[${list(this.visitors)}],` +
-          `"at":[${this.at.join(",")}],"country":[${this.country.join(",")}],` +
-          `"referrer":[${this.referrer.join(",")}],"visitor":[${this.visitor.join(",")}]}`
-        this.at = []
-        this.country = []
-        this.referrer = []
-        this.visitor = []
-        this.lastAt = 0
-        this.countries.clear()
-        this.referrers.clear()
-        this.visitors.clear()
-        return data
-      }
-    }
-
-    /**
-     * One round's clicks to clicks.recorded events, one per link (of at most `clicksPerEvent`
-     * clicks), giving the event loop back between slices so a backlog does not stall
+     * One round's clicks to clicks.recorded events, one per account (of at most
+     * `clicksPerEvent` clicks and MAX_EVENT_LIST_CHARS of lists), giving the event loop back between slices so a backlog does not stall
      * redirects. Needs each click day's secret: if that fails (or the flusher is stopped
      * meanwhile), the round stays first in line and nothing of it is published.
      */
@@ -213,21 +157,21 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
         let sequence = 0
         let records: Array<OutgoingRecord> = []
         let recordClicks = 0
-        const groups = new Map<string, Group>()
+        const groups = new Map<string, ClickGroup>()
         let recordChars = 0
-        /** The events made so far become one publish; later ones go out after it, so a link's stay in order. */
+        /** The events made so far become one publish; later ones go out after it, so an account's stay in order. */
         const publishChunk = () => {
           if (records.length > 0) waiting.push({ records, clicks: recordClicks })
           records = []
           recordClicks = 0
           recordChars = 0
         }
-        const emit = (group: Group) => {
+        const emit = (group: ClickGroup) => {
           const clicks = group.at.length
           const value =
-            `{"id":"${idPrefix}${(sequence++).toString(36)}","type":"clicks.recorded","version":2,` +
+            `{"id":"${idPrefix}${(sequence++).toString(36)}","type":"clicks.recorded","version":3,` +
             `"occurred_at":"${occurredAt}","account_id":${JSON.stringify(group.accountId)},"data":${group.take()}}`
-          records.push({ key: group.linkId, value })
+          records.push({ key: group.accountId, value })
           recordClicks += clicks
           recordChars += value.length
           if (recordClicks >= clicksPerPublish || recordChars >= MAX_PUBLISH_CHARS) publishChunk()
@@ -239,17 +183,22 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
         const visitorsByDay = new Map<number, Map<number, string>>()
         let visitors = new Map<number, string>()
         let visitorsDay = -1
+        // The last click's link, its account's group and its index in the group's links:
+        // a link's clicks often come in a row.
         let lastLink: string | undefined
-        let group: Group | undefined
+        let group: ClickGroup | undefined
+        let link = 0
         for (let i = 0; i < n; i++) {
           const linkId = linkIds[i]!
           if (linkId !== lastLink) {
             lastLink = linkId
-            group = groups.get(linkId)
+            const accountId = accountIds[i]!
+            group = groups.get(accountId)
             if (group === undefined) {
-              group = new Group(linkId, accountIds[i]!)
-              groups.set(linkId, group)
+              group = new ClickGroup(accountId)
+              groups.set(accountId, group)
             }
+            link = group.indexOf(group.links, linkId)
           }
           const time = times[i]!
           const day = utcDay(time)
@@ -269,8 +218,12 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
           }
           const r = referers[i]!
           const c = countries[i]!
-          group!.push(time, c < 0 ? "null" : countryValues[c]!, r < 0 ? "null" : refererValues[r]!, visitor)
-          if (group!.at.length >= clicksPerEvent) emit(group!)
+          group!.push(link, time, c < 0 ? "null" : countryValues[c]!, r < 0 ? "null" : refererValues[r]!, visitor)
+          if (group!.at.length >= clicksPerEvent || group!.listChars >= MAX_EVENT_LIST_CHARS) {
+            emit(group!)
+            // The group's links start over: the next click looks its link up again.
+            lastLink = undefined
+          }
           if ((i + 1) % CONVERT_SLICE === 0) yield* Effect.sleep(0)
         }
         for (const g of groups.values()) if (g.at.length > 0) emit(g)

@@ -1,6 +1,12 @@
 import { type ClickBatch, type ClickRow, hourOf } from "../../domain/Analytics.js"
 import type { Batch, LogRecord } from "../../domain/EventLog.js"
-import type { BatchedClick, ClickColumnsData, ClickEvent, ClickRecorded } from "../../domain/Events.js"
+import type {
+  AccountClickColumnsData,
+  BatchedClick,
+  ClickColumnsData,
+  ClickEvent,
+  ClickRecorded
+} from "../../domain/Events.js"
 import { PROJECTOR_MAX_ROWS, RECENT_IDS } from "./ClickProjectorConfig.js"
 
 /** Event ids seen lately in one partition: a bounded window, oldest forgotten first. */
@@ -81,14 +87,18 @@ export const batchedClickRow = (linkId: string, click: BatchedClick, record: Log
   visitor: storedVisitor(click.visitor)
 })
 
+type MutableRow = { -readonly [K in keyof ClickRow]: ClickRow[K] }
+
 /**
- * The rollup rows of a `clicks.recorded` (version 2) event, appended to `rows`: each distinct
- * value is bounded once (as batchedClickRow does), then each click is a few index lookups,
- * and clicks alike in everything the rollup keeps (hour, country, referrer, visitor) become
- * one row that counts them all.
+ * The rollup rows of a `clicks.recorded` event of version 2 (one link) or 3 (the links of an
+ * account, `link` the index of each click's), appended to `rows`: each distinct value is
+ * bounded once (as batchedClickRow does), then each click is a few index lookups, and clicks
+ * alike in everything the rollup keeps (link, hour, country, referrer, visitor) become one
+ * row that counts them all.
  */
-export const columnRows = (d: ClickColumnsData, record: LogRecord, rows: Array<ClickRow>) => {
-  const linkId = d.link_id
+export const columnRows = (d: ClickColumnsData | AccountClickColumnsData, record: LogRecord, rows: Array<ClickRow>) => {
+  const linkIds = "links" in d ? d.links : [d.link_id]
+  const link = "links" in d ? d.link : undefined
   const countries = d.countries.map(storedCountry)
   const referrers = d.referrer_hosts.map(storedReferrer)
   const visitors = d.visitors.map((v) => ({
@@ -100,7 +110,8 @@ export const columnRows = (d: ClickColumnsData, record: LogRecord, rows: Array<C
   const { at: times, country, referrer, visitor } = d
   const nc = countries.length
   const nr = referrers.length
-  const alike = new Map<number, { -readonly [K in keyof ClickRow]: ClickRow[K] }>()
+  // Per link (by its index), the rows of the current hour by their values.
+  const alike: Array<Map<number, MutableRow> | undefined> = []
   let at = 0
   let hourAt = Number.NaN
   let hour = Number.NaN
@@ -111,19 +122,25 @@ export const columnRows = (d: ClickColumnsData, record: LogRecord, rows: Array<C
       const h = clickHour(at, record)
       if (h !== hour) {
         hour = h
-        alike.clear()
+        alike.length = 0
       }
+    }
+    const l = link === undefined ? 0 : link[i]!
+    let rowsOfLink = alike[l]
+    if (rowsOfLink === undefined) {
+      rowsOfLink = new Map()
+      alike[l] = rowsOfLink
     }
     // Below 10001^3: a safe integer.
     const key = (visitor[i]! * nc + country[i]!) * nr + referrer[i]!
-    const row = alike.get(key)
+    const row = rowsOfLink.get(key)
     if (row !== undefined) {
       row.clicks!++
       continue
     }
     const v = visitors[visitor[i]!]!
     const fresh = {
-      linkId,
+      linkId: linkIds[l]!,
       hour,
       bot: v.bot,
       country: countries[country[i]!]!,
@@ -133,7 +150,7 @@ export const columnRows = (d: ClickColumnsData, record: LogRecord, rows: Array<C
       visitor: v.visitor,
       clicks: 1
     }
-    alike.set(key, fresh)
+    rowsOfLink.set(key, fresh)
     rows.push(fresh)
   }
 }

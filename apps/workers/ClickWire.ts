@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import {
+  type AccountClickColumnsData,
   type BatchedClick,
   type ClickColumnsData,
   ClickRecorded,
@@ -60,21 +61,38 @@ const isClickVisitor = (u: unknown) => {
   )
 }
 
-/** The shape of ClickColumnsData (domain/Events.ts), checked by hand: one loop per column. */
+/** The value columns versions 2 and 3 share, checked by hand: one loop per column. */
+const hasValueColumns = (d: Record<string, unknown>) =>
+  isNullOrStringArray(d.countries) &&
+  isNullOrStringArray(d.referrer_hosts) &&
+  Array.isArray(d.visitors) &&
+  d.visitors.every(isClickVisitor) &&
+  isIntArray(d.at, Number.MIN_SAFE_INTEGER) &&
+  isIntArray(d.country, 0) &&
+  isIntArray(d.referrer, 0) &&
+  isIntArray(d.visitor, 0)
+
+/** The shape of ClickColumnsData (domain/Events.ts), checked by hand. */
 export const isClickColumns = (u: unknown): u is ClickColumnsData => {
   if (typeof u !== "object" || u === null) return false
   const d = u as Record<string, unknown>
   return (
     typeof d.link_id === "string" &&
-    isNullOrStringArray(d.countries) &&
-    isNullOrStringArray(d.referrer_hosts) &&
-    Array.isArray(d.visitors) &&
-    d.visitors.every(isClickVisitor) &&
-    isIntArray(d.at, Number.MIN_SAFE_INTEGER) &&
-    isIntArray(d.country, 0) &&
-    isIntArray(d.referrer, 0) &&
-    isIntArray(d.visitor, 0) &&
+    hasValueColumns(d) &&
     clickColumnsProblem(d as unknown as ClickColumnsData) === undefined
+  )
+}
+
+/** The shape of AccountClickColumnsData (domain/Events.ts), checked by hand. */
+export const isAccountClickColumns = (u: unknown): u is AccountClickColumnsData => {
+  if (typeof u !== "object" || u === null) return false
+  const d = u as Record<string, unknown>
+  return (
+    Array.isArray(d.links) &&
+    d.links.every((l) => typeof l === "string") &&
+    isIntArray(d.link, 0) &&
+    hasValueColumns(d) &&
+    clickColumnsProblem(d as unknown as AccountClickColumnsData) === undefined
   )
 }
 
@@ -84,6 +102,7 @@ export const isClickColumns = (u: unknown): u is ClickColumnsData => {
  * (a test keeps the two in agreement). An event that fails is poison, as with the full schema.
  */
 export const ClickEventWire = Schema.Union(
+  envelope("clicks.recorded", Schema.declare(isAccountClickColumns, { identifier: "AccountClickColumns" }), 3),
   envelope("clicks.recorded", Schema.declare(isClickColumns, { identifier: "LinkClickColumns" }), 2),
   envelope(
     "clicks.recorded",

@@ -17,7 +17,7 @@ import type { ClickEvent, ClickRecorded } from "../../domain/Events.js"
 import { ChdbAnalyticsLive } from "../../infra/analytics/Chdb.js"
 import { ClickHouseServerAnalyticsLive } from "../../infra/analytics/ClickHouseServer.js"
 import { removeTestChdbDir, testChdbDir, testClickHouseUrl, uniqueDatabase } from "../support/api.js"
-import { clicksRecorded } from "../support/clicks.js"
+import { toBatchRecords } from "../support/clicks.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer, uniqueTopic } from "../support/eventlog.js"
 import { waitFor } from "../support/waitFor.js"
@@ -208,25 +208,6 @@ const clickEvent = (
   }) satisfies ClickRecorded
 
 const toRecord = (e: ClickRecorded): OutgoingRecord => ({ key: e.data.link_id, value: JSON.stringify(e) })
-
-/**
- * The same clicks as a redirector publishes them: one clicks.recorded event per link (in
- * click order; version 2 unless asked for 1), ids derived from the first click's.
- */
-const toBatchRecords = (events: ReadonlyArray<ClickRecorded>, version: 1 | 2 = 2): Array<OutgoingRecord> => {
-  const byLink = new Map<string, Array<ClickRecorded>>()
-  for (const e of events) byLink.set(e.data.link_id, [...(byLink.get(e.data.link_id) ?? []), e])
-  return [...byLink.values()].map((mine) => {
-    const link_id = mine[0]!.data.link_id
-    const head = { id: `batch_${mine[0]!.id}`, occurred_at: mine[0]!.occurred_at, account_id: mine[0]!.account_id }
-    const clicks = mine.map(({ occurred_at, data: { link_id: _, ...click } }) => ({
-      at: Date.parse(occurred_at),
-      ...click
-    }))
-    const event = clicksRecorded(version, head, link_id, clicks)
-    return { key: link_id, value: JSON.stringify(event) }
-  })
-}
 
 const dayQuery = (linkId: string, dimensions: ReadonlyArray<Dimension> = Dimensions): AnalyticsQuery => ({
   linkId,
@@ -471,7 +452,7 @@ for (const engine of engines) {
         )
         // Batches of 3 clicks (of up to 3 links), as a redirector's flushes would publish them.
         const records = Array.from({ length: Math.ceil(events.length / 3) }, (_, k) =>
-          toBatchRecords(events.slice(k * 3, k * 3 + 3), k % 2 === 0 ? 2 : 1)
+          toBatchRecords(events.slice(k * 3, k * 3 + 3), ([3, 2, 1] as const)[k % 3])
         ).flat()
         await rt.runPromise(Effect.flatMap(EventLog, (l) => l.publish(topic, records)))
 

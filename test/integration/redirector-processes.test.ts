@@ -3,7 +3,7 @@ import * as path from "node:path"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EventLog } from "../../domain/EventLog.js"
-import { batchedClicks, ClickEvent, Topics } from "../../domain/Events.js"
+import { ClickEvent, linkedClicks, Topics } from "../../domain/Events.js"
 import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { embeddedEventLogLayer } from "../support/eventlog.js"
@@ -73,9 +73,9 @@ const countedClicks = (linkId: string) =>
       yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
         Effect.sync(() => {
           for (const { event } of batch.events) {
-            if (event.type !== "clicks.recorded" || event.data.link_id !== linkId || seen.has(event.id)) continue
+            if (event.type !== "clicks.recorded" || seen.has(event.id)) continue
             seen.add(event.id)
-            clicks += batchedClicks(event.data).length
+            for (const c of linkedClicks(event.data)) if (c.link_id === linkId) clicks++
           }
         })
       )

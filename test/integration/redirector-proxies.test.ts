@@ -4,7 +4,7 @@ import * as path from "node:path"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { EventLog } from "../../domain/EventLog.js"
-import { batchedClicks, ClickEvent, Topics } from "../../domain/Events.js"
+import { ClickEvent, linkedClicks, Topics } from "../../domain/Events.js"
 import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { embeddedEventLogLayer } from "../support/eventlog.js"
@@ -98,9 +98,10 @@ const clicksOf = (linkId: string) =>
       yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
         Effect.sync(() => {
           for (const { event } of batch.events) {
-            if (event.type === "click.recorded" || event.data.link_id !== linkId || seen.has(event.id)) continue
+            if (event.type === "click.recorded" || seen.has(event.id)) continue
             seen.add(event.id)
-            for (const c of batchedClicks(event.data)) {
+            for (const c of linkedClicks(event.data)) {
+              if (c.link_id !== linkId) continue
               clicks++
               visitors.add(c.visitor)
             }

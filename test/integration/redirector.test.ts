@@ -18,14 +18,7 @@ import { dayString, utcDay, visitorHash } from "../../apps/redirector/ClickClass
 import { makeClickCapture } from "../../apps/redirector/Clicks.js"
 import { Redirector, RedirectorLayer } from "../../apps/redirector/Redirector.js"
 import { EventLog, EventLogError, type LogRecord, type OutgoingRecord } from "../../domain/EventLog.js"
-import {
-  type BatchedClick,
-  batchedClicks,
-  ClickEvent,
-  type ClicksRecorded,
-  type ClicksRecordedV2,
-  Topics
-} from "../../domain/Events.js"
+import { batchedClicks, ClickEvent, type LinkedClick, linkedClicks, Topics } from "../../domain/Events.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { LinkRepoLive } from "../../infra/postgres/Links.js"
 import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
@@ -131,12 +124,17 @@ const clicksOf = (env: Env, linkId: string) =>
   env.infra.runPromise(
     Effect.gen(function* () {
       const log = yield* EventLog
-      const found: Array<{ click: BatchedClick; event: ClicksRecorded | ClicksRecordedV2; record: LogRecord }> = []
+      const found: Array<{
+        click: LinkedClick
+        event: Extract<ClickEvent, { type: "clicks.recorded" }>
+        record: LogRecord
+      }> = []
       yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
         Effect.sync(() => {
           for (const { event, record } of batch.events) {
-            if (event.type !== "clicks.recorded" || event.data.link_id !== linkId) continue
-            for (const click of batchedClicks(event.data)) found.push({ click, event, record })
+            if (event.type !== "clicks.recorded") continue
+            for (const click of linkedClicks(event.data))
+              if (click.link_id === linkId) found.push({ click, event, record })
           }
         })
       )
@@ -293,15 +291,16 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
       return true
     })
     const { click, event, record } = clicks[0]!
-    expect(record.key).toBe(link.id)
+    expect(record.key).toBe(env().account.accountId)
     expect(event.type).toBe("clicks.recorded")
-    expect(event.version).toBe(2)
+    expect(event.version).toBe(3)
     expect(event.account_id).toBe(env().account.accountId)
     expect(Date.parse(event.occurred_at)).toBeGreaterThanOrEqual(before - 5)
     expect(Date.parse(event.occurred_at)).toBeLessThanOrEqual(Date.now())
-    expect(event.data.link_id).toBe(link.id)
-    expect(batchedClicks(event.data)).toHaveLength(1)
+    // The account's other links may have clicks in the same event: this link is listed once.
+    expect("links" in event.data && event.data.links.filter((id) => id === link.id)).toEqual([link.id])
     expect(click).toEqual({
+      link_id: link.id,
       at: expect.any(Number),
       country: "DE",
       referrer_host: "news.example.org",
@@ -316,11 +315,12 @@ describe.each(["uws", "node"] as const)("redirector on the %s engine", (engine) 
     const raw = JSON.parse(record.value)
     expect(Object.keys(raw).sort()).toEqual(["account_id", "data", "id", "occurred_at", "type", "version"])
     expect(Object.keys(raw.data).sort()).toEqual(
-      ["at", "countries", "country", "link_id", "referrer", "referrer_hosts", "visitor", "visitors"].sort()
+      ["at", "countries", "country", "link", "links", "referrer", "referrer_hosts", "visitor", "visitors"].sort()
     )
-    expect(raw.data).toMatchObject({ countries: ["DE"], referrer_hosts: ["news.example.org"], country: [0] })
-    expect(raw.data.visitors).toHaveLength(1)
-    expect(Object.keys(raw.data.visitors[0]).sort()).toEqual(["bot", "browser", "device", "visitor"])
+    const i = (raw.data.link as Array<number>).findIndex((l) => raw.data.links[l] === link.id)
+    expect(raw.data.countries[raw.data.country[i]]).toBe("DE")
+    expect(raw.data.referrer_hosts[raw.data.referrer[i]]).toBe("news.example.org")
+    expect(Object.keys(raw.data.visitors[raw.data.visitor[i]]).sort()).toEqual(["bot", "browser", "device", "visitor"])
     expect(record.value).not.toContain("127.0.0.1")
     expect(record.value).not.toContain(CHROME)
     expect(record.value).not.toContain("Mozilla")
@@ -572,10 +572,10 @@ describe("click capture when the event log fails", () => {
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
     )
     expect(log.published.length).toBe(1)
-    expect(log.published.every((r) => r.key === "link_x")).toBe(true)
+    expect(log.published.every((r) => r.key === "acc_x")).toBe(true)
   })
 
-  it("one clicks.recorded event per link per round, at most clicksPerEvent clicks each, in click order", async () => {
+  it("one clicks.recorded event per account per round, at most clicksPerEvent clicks each, in click order", async () => {
     const log = flakyLog(() => false)
     const other = { ...entry, linkId: "link_y", accountId: "acc_y" }
     const t0 = Date.now()
@@ -599,10 +599,12 @@ describe("click capture when the event log fails", () => {
     )
     const events = log.published.map((r) => ({ key: r.key, event: JSON.parse(r.value) }))
     const of = (key: string) => events.filter((e) => e.key === key).map((e) => e.event)
-    expect(of("link_x").map((e) => batchedClicks(e.data).map((c) => c.at - t0))).toEqual([[0, 1], [2, 3], [4]])
-    expect(of("link_y")).toHaveLength(1)
-    expect(of("link_y")[0].account_id).toBe("acc_y")
-    expect(batchedClicks(of("link_y")[0].data)[0]).toEqual({
+    expect(of("acc_x").map((e) => batchedClicks(e.data).map((c) => c.at - t0))).toEqual([[0, 1], [2, 3], [4]])
+    expect(of("acc_x").every((e) => e.version === 3 && e.account_id === "acc_x")).toBe(true)
+    expect(of("acc_y")).toHaveLength(1)
+    expect(of("acc_y")[0].account_id).toBe("acc_y")
+    expect(of("acc_y")[0].data.links).toEqual(["link_y"])
+    expect(batchedClicks(of("acc_y")[0].data)[0]).toEqual({
       at: t0,
       country: "FR",
       referrer_host: "a.example",
@@ -613,6 +615,64 @@ describe("click capture when the event log fails", () => {
     })
     expect(new Set(events.map((e) => e.event.id)).size).toBe(events.length)
     for (const e of events) expect(Schema.decodeUnknownSync(ClickEvent)(e.event).type).toBe("clicks.recorded")
+  })
+
+  it("several links of one account share its events: each click keeps its link, and `at` steps from the click before it in the event", async () => {
+    const log = flakyLog(() => false)
+    const z = { ...entry, linkId: "link_z" }
+    const y = { ...entry, linkId: "link_y", accountId: "acc_y" }
+    const t0 = Date.now()
+    // x, z and y interleaved; x and z of acc_x, y of acc_y; one second back on the clock at the end.
+    const sent: Array<[typeof entry, number]> = [
+      [entry, 0],
+      [z, 3],
+      [y, 4],
+      [z, 4],
+      [entry, 10],
+      [z, 25],
+      [y, 30],
+      [entry, 26],
+      [z, -1000]
+    ]
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const buffer = yield* makeClickCapture(secrets, { intervalMs: 60_000, batchSize: 1_000_000 })
+          for (const [l, dt] of sent) buffer.record(l.linkId, l.accountId, t0 + dt, "192.0.2.1", CHROME, "", "")
+        })
+      ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    const events = log.published.map((r) => ({ key: r.key, event: JSON.parse(r.value) }))
+    expect(events.map((e) => e.key)).toEqual(["acc_x", "acc_y"])
+    const [x, yEvent] = events.map((e) => e.event)
+    expect(x.data.links).toEqual(["link_x", "link_z"])
+    expect(x.data.link).toEqual([0, 1, 1, 0, 1, 0, 1])
+    expect(x.data.at).toEqual([t0, 3, 1, 6, 15, 1, -1026])
+    expect(linkedClicks(x.data).map((c) => [c.link_id, c.at - t0])).toEqual(
+      sent.filter(([l]) => l.accountId === "acc_x").map(([l, dt]) => [l.linkId, dt])
+    )
+    expect(yEvent.data).toMatchObject({ links: ["link_y"], link: [0, 0], at: [t0 + 4, 26] })
+    for (const { event } of events) expect(Schema.decodeUnknownSync(ClickEvent)(event).version).toBe(3)
+  })
+
+  it("an account's event ends when its lists reach their size cap, before clicksPerEvent: every click once, in order", async () => {
+    const log = flakyLog(() => false)
+    const t0 = Date.now()
+    const n = 1_000
+    // Link ids of 1000 characters: each click's link is a new entry in the event's list.
+    const linkOf = (i: number) => `link_${String(i).padStart(995, "0")}`
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const buffer = yield* makeClickCapture(secrets, { intervalMs: 60_000, batchSize: 1_000_000 })
+          for (let i = 0; i < n; i++) buffer.record(linkOf(i), "acc_x", t0 + i, "192.0.2.1", CHROME, "", "")
+        })
+      ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    expect(log.published.length).toBeGreaterThanOrEqual(3)
+    for (const r of log.published) expect(r.value.length).toBeLessThan(500_000)
+    const clicks = log.published.flatMap((r) => linkedClicks(JSON.parse(r.value).data))
+    expect(clicks.map((c) => [c.link_id, c.at - t0])).toEqual(Array.from({ length: n }, (_, i) => [linkOf(i), i]))
   })
 
   it("when the day's secret cannot be read, the clicks wait in the buffer and go out once it can", async () => {
@@ -677,7 +737,7 @@ describe("click capture when the event log fails", () => {
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
     )
     const events = log.published.map((r) => JSON.parse(r.value))
-    const clicks = events.flatMap((e) => batchedClicks(e.data).map((c) => ({ link: e.data.link_id as string, ...c })))
+    const clicks = events.flatMap((e) => linkedClicks(e.data).map(({ link_id, ...c }) => ({ link: link_id, ...c })))
     expect(clicks).toHaveLength(n)
     const byLink = (link: string) => clicks.filter((c) => c.link === link).map((c) => (c.at as number) - t0)
     expect(byLink("link_y")).toEqual(Array.from({ length: n }, (_, i) => i).filter((i) => i % 7 === 0))
@@ -755,7 +815,7 @@ describe.skipIf(brokers === undefined)("redirector over Kafka (needs TEST_KAFKA_
     })
   })
 
-  it("a GET becomes a clicks.v1 message on Kafka, keyed by link id, without address or user agent", async () => {
+  it("a GET becomes a clicks.v1 message on Kafka, keyed by account id, without address or user agent", async () => {
     const env = kafka()
     const link = await createLink(env, "https://example.com/k-click")
     await waitFor(async () => {
@@ -766,7 +826,7 @@ describe.skipIf(brokers === undefined)("redirector over Kafka (needs TEST_KAFKA_
     await waitFor(async () => {
       const clicks = await clicksOf(env, link.id)
       expect(clicks.length).toBe(1)
-      expect(clicks[0]!.record.key).toBe(link.id)
+      expect(clicks[0]!.record.key).toBe(env.account.accountId)
       expect(clicks[0]!.click.browser).toBe("Chrome")
       expect(clicks[0]!.record.value).not.toContain("127.0.0.1")
       expect(clicks[0]!.record.value).not.toContain(CHROME)

@@ -12,7 +12,7 @@ import { ClickRecorded, Topics } from "../../domain/Events.js"
 import { ChdbAnalyticsLive } from "../../infra/analytics/Chdb.js"
 import { ClickHouseServerAnalyticsLive } from "../../infra/analytics/ClickHouseServer.js"
 import { removeTestChdbDir, testChdbDir, testClickHouseUrl, uniqueDatabase } from "../support/api.js"
-import { clicksRecorded } from "../support/clicks.js"
+import { toBatchRecords } from "../support/clicks.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer, uniqueTopic } from "../support/eventlog.js"
 import { waitFor } from "../support/waitFor.js"
@@ -42,21 +42,6 @@ const clickEvent = (i: number, prefix: string): ClickRecorded => ({
 })
 
 const toRecord = (e: ClickRecorded): OutgoingRecord => ({ key: e.data.link_id, value: JSON.stringify(e) })
-
-/** The same clicks as a redirector's flush publishes them: one clicks.recorded event per link (version 2 unless asked for 1). */
-const toBatchRecords = (events: ReadonlyArray<ClickRecorded>, version: 1 | 2 = 2): Array<OutgoingRecord> => {
-  const byLink = new Map<string, Array<ClickRecorded>>()
-  for (const e of events) byLink.set(e.data.link_id, [...(byLink.get(e.data.link_id) ?? []), e])
-  return [...byLink.entries()].map(([linkId, mine]) => {
-    const head = { id: `batch_${mine[0]!.id}`, occurred_at: mine[0]!.occurred_at, account_id: mine[0]!.account_id }
-    const clicks = mine.map(({ occurred_at, data: { link_id: _, ...click } }) => ({
-      at: Date.parse(occurred_at),
-      ...click
-    }))
-    const event = clicksRecorded(version, head, linkId, clicks)
-    return { key: linkId, value: JSON.stringify(event) }
-  })
-}
 
 const queries = (linkId: string): ReadonlyArray<AnalyticsQuery> => [
   {
@@ -176,7 +161,7 @@ for (const engine of engines) {
       const events = Array.from({ length: 240 }, (_, i) => clickEvent(i, topic))
       // Legacy single-click events first, then batches as redirectors publish them (both versions).
       const batched = Array.from({ length: 15 }, (_, k) =>
-        toBatchRecords(events.slice(120 + k * 8, 128 + k * 8), k % 2 === 0 ? 2 : 1)
+        toBatchRecords(events.slice(120 + k * 8, 128 + k * 8), ([3, 2, 1] as const)[k % 3])
       ).flat()
       // Producer retries: ten single events and three batch events written a second time.
       const records = [

@@ -1,4 +1,12 @@
-import type { BatchedClick, ClicksRecorded, ClicksRecordedV2 } from "../../domain/Events.js"
+import type { OutgoingRecord } from "../../domain/EventLog.js"
+import type {
+  BatchedClick,
+  ClickRecorded,
+  ClicksRecorded,
+  ClicksRecordedV2,
+  ClicksRecordedV3,
+  LinkedClick
+} from "../../domain/Events.js"
 
 interface Head {
   readonly id: string
@@ -44,3 +52,41 @@ export const clicksRecorded = (
   version === 1
     ? { ...head, type: "clicks.recorded", version, data: { link_id: linkId, clicks } }
     : { ...head, type: "clicks.recorded", version, data: columns(linkId, clicks) }
+
+/** Clicks of several links column by column (clicks.recorded version 3), written here independently of the redirector. */
+export const clicksRecordedV3 = (head: Head, clicks: ReadonlyArray<LinkedClick>): ClicksRecordedV3 => {
+  const links: Array<string> = []
+  const link = clicks.map((c) => {
+    const i = links.indexOf(c.link_id)
+    return i >= 0 ? i : links.push(c.link_id) - 1
+  })
+  const { link_id: _, ...data } = columns("", clicks)
+  return { ...head, type: "clicks.recorded", version: 3, data: { links, link, ...data } }
+}
+
+/**
+ * The same clicks as a redirector publishes them, ids derived from the first click's: version 3
+ * (the default) one event per account in click order, keyed by the account; versions 1 and 2
+ * one event per link, keyed by the link.
+ */
+export const toBatchRecords = (events: ReadonlyArray<ClickRecorded>, version: 1 | 2 | 3 = 3): Array<OutgoingRecord> => {
+  const groups = new Map<string, Array<ClickRecorded>>()
+  for (const e of events) {
+    const key = version === 3 ? e.account_id : e.data.link_id
+    groups.set(key, [...(groups.get(key) ?? []), e])
+  }
+  return [...groups.entries()].map(([key, mine]) => {
+    const head = { id: `batch_${mine[0]!.id}`, occurred_at: mine[0]!.occurred_at, account_id: mine[0]!.account_id }
+    const clicks = mine.map(({ occurred_at, data }) => ({ ...data, at: Date.parse(occurred_at) }))
+    const event =
+      version === 3
+        ? clicksRecordedV3(head, clicks)
+        : clicksRecorded(
+            version,
+            head,
+            key,
+            clicks.map(({ link_id: _, ...click }) => click)
+          )
+    return { key, value: JSON.stringify(event) }
+  })
+}

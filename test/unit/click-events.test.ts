@@ -9,10 +9,12 @@ import {
   batchedClicks,
   type ClickEvent,
   ClickEvent as ClickEventSchema,
-  type ClicksRecorded
+  type ClicksRecorded,
+  type LinkedClick,
+  linkedClicks
 } from "../../domain/Events.js"
 import { type InputRow, inputRows } from "../../infra/analytics/Sql.js"
-import { clicksRecorded } from "../support/clicks.js"
+import { clicksRecorded, clicksRecordedV3 } from "../support/clicks.js"
 
 const AT = Date.parse("2024-05-01T10:15:00Z")
 
@@ -39,6 +41,19 @@ const event = (id: string, clicks: ReadonlyArray<unknown>, linkId = "link_a") =>
 /** The same clicks as a version 2 event (test/support's encoder, independent of the redirector), `over` replacing fields of its data. */
 const columns = (id: string, clicks: ReadonlyArray<Record<string, unknown>>, over: Record<string, unknown> = {}) => {
   const e = clicksRecorded(2, event(id, []), "link_a", clicks as unknown as ReadonlyArray<BatchedClick>)
+  return { ...e, data: { ...e.data, ...over } }
+}
+
+/** Clicks of several links as a version 3 event (test/support's encoder), `over` replacing fields of its data. */
+const accountColumns = (
+  id: string,
+  clicks: ReadonlyArray<Record<string, unknown>>,
+  over: Record<string, unknown> = {}
+) => {
+  const e = clicksRecordedV3(
+    { id, occurred_at: "2024-05-01T10:15:01Z", account_id: "acc_1" },
+    clicks as unknown as ReadonlyArray<LinkedClick>
+  )
   return { ...e, data: { ...e.data, ...over } }
 }
 
@@ -171,6 +186,95 @@ describe("clicks.v1 events", () => {
     expect(insert(v2).rows.reduce((n, r) => n + (r.clicks ?? 1), 0)).toBe(clicks.length)
     const sorted = (rows: ReadonlyArray<InputRow>) => [...rows].map((r) => JSON.stringify(r)).sort()
     expect(sorted(inputRows(insert(v2)))).toEqual(sorted(inputRows(insert(v1))))
+  })
+
+  it("version 3 (an account's links): the lean decoding accepts and refuses exactly what the catalogue schema does", () => {
+    const two = [
+      click({ link_id: "link_a" }),
+      click({ link_id: "link_b", at: AT + 5, country: null, referrer_host: "news.example", bot: true })
+    ]
+    const samples: Array<unknown> = [
+      accountColumns("ok", two),
+      accountColumns("one-link", [click({ link_id: "link_a" })]),
+      accountColumns("empty", []),
+      accountColumns("short-link", two, { link: [0] }),
+      accountColumns("long-link", two, { link: [0, 1, 1] }),
+      accountColumns("link-past-end", two, { link: [0, 2] }),
+      accountColumns("negative-link", two, { link: [0, -1] }),
+      accountColumns("fractional-link", two, { link: [0, 0.5] }),
+      accountColumns("link-twice", two, { links: ["link_a", "link_a"] }),
+      accountColumns("link-number", two, { links: ["link_a", 7] }),
+      accountColumns("no-links", two, { links: undefined }),
+      accountColumns("no-link", two, { link: undefined }),
+      accountColumns("short-column", two, { country: [0] }),
+      accountColumns("index-past-end", two, { referrer: [0, 2] }),
+      accountColumns("unsafe-time", two, { at: [2 ** 53, 1] }),
+      accountColumns("bad-device", [click({ link_id: "link_a", device: "phone" })]),
+      { ...accountColumns("as-v2", two), version: 2 },
+      { ...columns("v2-as-v3", two), version: 3 }
+    ]
+    for (const sample of samples) {
+      const text = JSON.stringify(sample)
+      expect(Either.isRight(wire(text)), text.slice(0, 80)).toBe(Either.isRight(full(text)))
+    }
+    expect(Either.isRight(wire(JSON.stringify(samples[0])))).toBe(true)
+    expect(Either.isRight(wire(JSON.stringify(samples[1])))).toBe(true)
+    expect(Either.isRight(wire(JSON.stringify(samples[8])))).toBe(false)
+  })
+
+  it("version 3: links of one account interleaved in one event decode to the exact clicks, each with its link and time", () => {
+    const clicks = [
+      click({ link_id: "link_a" }),
+      click({ link_id: "link_b", at: AT + 3, country: "FR" }),
+      click({ link_id: "link_a", at: AT + 3 }),
+      click({ link_id: "link_c", at: AT + 40, referrer_host: "news.example", bot: true }),
+      click({ link_id: "link_b", at: AT + 41, visitor: "fedcba9876543210" }),
+      click({ link_id: "link_a", at: AT - 500 }),
+      click({ link_id: "link_c", at: AT + 3_600_000 })
+    ]
+    const raw = accountColumns("e3", clicks)
+    expect(raw.data.links).toEqual(["link_a", "link_b", "link_c"])
+    expect(raw.data.link).toEqual([0, 1, 0, 2, 1, 0, 2])
+    // Each time after the click before it in the event, whatever its link.
+    expect(raw.data.at).toEqual([AT, 3, 0, 37, 1, -541, 3_600_500])
+    const v3 = decoded(raw)
+    expect(v3.type === "clicks.recorded" && v3.version).toBe(3)
+    expect(v3.type === "clicks.recorded" && linkedClicks(v3.data)).toEqual(clicks)
+  })
+
+  it("version 3 gives the same rollup rows as version 2 and version 1 of the same clicks, one link at a time", () => {
+    const clicks: Array<Record<string, unknown>> = [
+      click({ link_id: "link_a" }),
+      click({ link_id: "link_b", at: AT + 3 }),
+      click({ link_id: "link_a", at: AT + 20 }),
+      click({ link_id: "link_b", at: AT + 3_600_000, country: "fr", referrer_host: "News.Example.", bot: true }),
+      click({ link_id: "link_a", at: AT + 10, device: "desktop", browser: "  ", visitor: "0123456789ABCDEF" }),
+      click({ link_id: "link_b", at: AT + 10, country: "Germany", referrer_host: "bad host", visitor: "nope" }),
+      click({ link_id: "link_a", at: 2 ** 32 * 1000 }),
+      click({ link_id: "link_b", at: AT })
+    ]
+    // Every batch ends at offset 1, so the rows carry the same source offset.
+    const insert = (events: ReadonlyArray<unknown>) =>
+      projectBatch(
+        batch(
+          events.map((e, i) => [i, decoded(e)]),
+          1
+        ),
+        -1,
+        new RecentIds()
+      ).insert!
+    const sorted = (rows: ReadonlyArray<InputRow>) => [...rows].map((r) => JSON.stringify(r)).sort()
+    const ofLink = (link: string) => clicks.filter((c) => c.link_id === link).map(({ link_id: _, ...c }) => c)
+    const v3 = insert([accountColumns("e3", clicks)])
+    // Alike clicks of one link in one hour count in one row; the same values on another link do not.
+    expect(v3.rows.reduce((n, r) => n + (r.clicks ?? 1), 0)).toBe(clicks.length)
+    expect(v3.rows.filter((r) => r.linkId === "link_a" && r.hour === hourOf(AT) && r.device === "mobile")).toEqual([
+      expect.objectContaining({ clicks: 2, referrer: "", visitor: "0123456789abcdef" })
+    ])
+    const v2 = insert([columns("a2", ofLink("link_a")), columns("b2", ofLink("link_b"), { link_id: "link_b" })])
+    const v1 = insert([event("a1", ofLink("link_a")), event("b1", ofLink("link_b"), "link_b")])
+    expect(sorted(inputRows(v3))).toEqual(sorted(inputRows(v2)))
+    expect(sorted(inputRows(v3))).toEqual(sorted(inputRows(v1)))
   })
 
   it("a clicks.recorded event becomes one rollup row per click, beside the legacy click.recorded", () => {
