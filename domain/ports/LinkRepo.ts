@@ -41,8 +41,6 @@ export interface LinkRepoShape {
    * so memory stays flat.
    */
   readonly streamAll: (accountId: AccountId, filter?: LinkFilter, pageSize?: number) => Stream.Stream<Link>
-  /** Every link of every account after `afterSeq`, oldest first, at most `limit`. */
-  readonly snapshotsAfter: (afterSeq: bigint, limit: number) => Effect.Effect<ReadonlyArray<LinkRecord>, DatabaseError>
   /**
    * Every link of every account, in no particular order, through one server-side cursor:
    * `f` gets each batch of at most `batchSize` in turn (one snapshot of the table, memory

@@ -213,11 +213,6 @@ const make = Effect.gen(function* () {
       )
     )
 
-  const snapshotsAfter = (afterSeq: bigint, limit: number) =>
-    sql<LinkRow>`SELECT * FROM links WHERE seq > ${afterSeq.toString()} ORDER BY seq LIMIT ${limit}`.pipe(
-      Effect.map((rows) => rows.map(recordOfTrustedRow))
-    )
-
   const forEachSnapshot = <E, R>(
     batchSize: number,
     f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
@@ -232,7 +227,6 @@ const make = Effect.gen(function* () {
     disable,
     search,
     streamAll,
-    snapshotsAfter,
     forEachSnapshot
   })
 })

@@ -87,7 +87,6 @@ const makeLinkRepo = (state: MemoryState) => {
       Stream.flatMap(Stream.fromEffect(search(accountId, { ...filter, limit: Number.MAX_SAFE_INTEGER })), (rows) =>
         Stream.fromChunk(Chunk.fromIterable(rows))
       ),
-    snapshotsAfter: () => Effect.succeed([]),
     forEachSnapshot: <E, R>(batchSize: number, f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>) =>
       Effect.gen(function* () {
         const all = [...state.links.values()].map((l) => ({
