@@ -6,7 +6,7 @@
  * into uWS that allocates an ArrayBuffer) and the flusher's conversion are measured by a
  * CPU profile of the running redirector instead (bench/cpu-profile-summary.ts).
  *
- *   node --import tsx bench/click-record.ts
+ *   node --import tsx bench/click-record.ts   (BENCH_LINKS=1000000: a random link of a million per click)
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -20,6 +20,11 @@ const UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Geck
 const entry = { location: "https://example.com/", linkId: "link_bench", accountId: "acct_bench", expiresAt: Infinity }
 const peers = Array.from({ length: 256 }, (_, i) => Uint8Array.of(192, 0, 2, i).buffer)
 
+// BENCH_LINKS=N: each click on a random link of N (distinct strings, as the slug table holds them).
+const LINKS = Number(process.env.BENCH_LINKS ?? 1)
+const linkIds = Array.from({ length: LINKS }, (_, i) => (LINKS === 1 ? entry.linkId : `link_scale${i + 1}`))
+const picks = Int32Array.from({ length: 1 << 16 }, () => Math.floor(Math.random() * LINKS))
+
 const run = (spool: ClickSpool | undefined) => {
   const buffer = new ClickBuffer(Number.MAX_SAFE_INTEGER, 10_000)
   if (spool !== undefined) {
@@ -30,7 +35,15 @@ const run = (spool: ClickSpool | undefined) => {
   let writeNs = 0n
   for (let i = 0; i < CLICKS; i++) {
     // A fresh string per request, as a header read gives one.
-    buffer.record(entry.linkId, entry.accountId, 1_700_000_000_000 + i, peers[i & 255]!, `${UA}`, "", "")
+    buffer.record(
+      linkIds[picks[i & 0xffff]!]!,
+      entry.accountId,
+      1_700_000_000_000 + i,
+      peers[i & 255]!,
+      `${UA}`,
+      "",
+      ""
+    )
     if (spool !== undefined && i % TURN === TURN - 1) {
       const t = process.hrtime.bigint()
       spool.write(buffer.current)
@@ -53,7 +66,7 @@ try {
   const bare = run(undefined)
   const spooled = run(new ClickSpool(dir, 0))
   process.stdout.write(
-    `record: ${bare.perClick.toFixed(0)} ns a click without the spool; with it ${spooled.perClick.toFixed(0)} ns ` +
+    `${LINKS} link(s), record: ${bare.perClick.toFixed(0)} ns a click without the spool; with it ${spooled.perClick.toFixed(0)} ns ` +
       `(of which the spool's writes, one per ${TURN} clicks: ${spooled.writePerClick.toFixed(0)} ns a click)\n`
   )
 } finally {

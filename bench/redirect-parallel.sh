@@ -60,6 +60,7 @@ log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, wrk -
 nice -n "$NICE" node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
 ALL_PID=$!
 wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
+deprioritize "$ALL_PID" "$NICE"
 ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
 node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the link failed"
 
@@ -109,6 +110,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   for name in one procs threads; do
     [ "$WARMUP" -gt 0 ] && phase "$name" "$(port_of "$name")" "$WARMUP" "$TMP/warm.txt"
     quiet_wait "$ALL_PID" "the service"
+    deprioritize "$ALL_PID" "$NICE"
     phase "$name" "$(port_of "$name")" "$DURATION"
     r=$(grep '^WRK_RESULT ' "$TMP/wrk-$name.txt" | tail -n 1 | cut -d' ' -f2-)
     [ -n "$r" ] || die "wrk $name printed no result: $(cat "$TMP/wrk-$name.txt")"

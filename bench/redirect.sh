@@ -102,6 +102,7 @@ start=$(date +%s)
 nice -n "$NICE" node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
 ALL_PID=$!
 wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
+deprioritize "$ALL_PID" "$NICE"
 log "bench: service up after $(($(date +%s) - start))s (embedded engines in $DATA_DIR)"
 
 ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
@@ -186,6 +187,7 @@ run_phase() {
   fi
   # Not a fixed pause: until the service has digested the phase before (see Isolation above).
   quiet_wait "$ALL_PID" "the service"
+  deprioritize "$ALL_PID" "$NICE"
   # The counting run: the capture redirector's own counters before it (its warm-up included).
   if [ "$name" = count ]; then CAPTURED_BEFORE=$(scrape "$port" redirector_clicks_captured_total); fi
   BENCH_PATH=$path BENCH_GET_SECONDS=$get_seconds run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" \

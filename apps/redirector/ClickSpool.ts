@@ -23,12 +23,17 @@ interface Segment {
   written: number
   /** Values of the round's lists (peers, agents, referers, countries) in the file. */
   readonly values: [number, number, number, number]
-  /** The round's links by id, each written once (with its account): their index in the file. */
-  readonly links: Map<string, number>
+  /** Links in the file (one per run of clicks on the same link): the index of the next. */
+  links: number
+  /** The link of the file's last click (a run on it goes on in the next write). */
+  lastLink: string | undefined
 }
 
+/** Frame types: a list's new values (JSON), clicks (columns), link runs (binary). */
 const VALUES = 1
 const CLICKS = 2
+const LINKS = 3
+/** The column of a VALUES frame that held [link id, account id] pairs (files of earlier versions). */
 const ENTRY_COLUMN = 4
 const safeHost = () => hostname().replace(/[^A-Za-z0-9-]/g, "_") || "host"
 
@@ -38,23 +43,6 @@ const columnsOf = (round: ClickRound): ReadonlyArray<Interned> => [
   round.refererValues,
   round.countryValues
 ]
-
-/** A frame: body length, CRC-32 of the body, the body (its parts). */
-const frame = (parts: ReadonlyArray<Uint8Array>): Array<Uint8Array> => {
-  let length = 0
-  let crc = 0
-  for (const p of parts) {
-    length += p.byteLength
-    crc = crc32(p, crc)
-  }
-  const head = Buffer.allocUnsafe(8)
-  head.writeUInt32LE(length, 0)
-  head.writeUInt32LE(crc >>> 0, 4)
-  return [head, ...parts]
-}
-
-const valuesFrame = (column: number, values: ReadonlyArray<unknown>) =>
-  frame([Uint8Array.of(VALUES, column), Buffer.from(JSON.stringify(values))])
 
 const bytes = (a: Float64Array | Int32Array, from: number, count: number) =>
   new Uint8Array(a.buffer, a.byteOffset + from * a.BYTES_PER_ELEMENT, count * a.BYTES_PER_ELEMENT)
@@ -88,6 +76,24 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
         const column = columns[body[1]!]
         if (column === undefined) break
         for (const v of values) column.of(String(v))
+      }
+    } else if (body[0] === LINKS) {
+      // Per link: u32 length and UTF-8 of its id, then the same of its account's id.
+      let p = 1
+      const text = () => {
+        if (p + 4 > body.length) return undefined
+        const n = body.readUInt32LE(p)
+        if (p + 4 + n > body.length) return undefined
+        const s = body.toString("utf8", p + 4, p + 4 + n)
+        p += 4 + n
+        return s
+      }
+      while (p < body.length) {
+        const linkId = text()
+        const accountId = text()
+        if (linkId === undefined || accountId === undefined) return round
+        links.push(linkId)
+        accounts.push(accountId)
       }
     } else if (body[0] === CLICKS && body.length >= 5) {
       const n = body.readUInt32LE(1)
@@ -134,6 +140,10 @@ export class ClickSpool implements RoundSpool {
   private order = 0
   private lastWrite = 0
   private readonly host = safeHost()
+  /** The buffer every write is framed in (grows, never shrinks). */
+  private out = Buffer.allocUnsafe(1 << 16)
+  /** Per click of a write, the index of its link in the file. */
+  private linkOf = new Int32Array(1024)
 
   constructor(
     readonly dir: string,
@@ -164,7 +174,7 @@ export class ClickSpool implements RoundSpool {
         continue
       }
       held.add(claimed)
-      round.spool = { path: claimed, fd: -1, written: round.count, values: [0, 0, 0, 0], links: new Map() }
+      round.spool = { path: claimed, fd: -1, written: round.count, values: [0, 0, 0, 0], links: 0, lastLink: undefined }
       this.recovered.push(round)
     }
   }
@@ -190,7 +200,13 @@ export class ClickSpool implements RoundSpool {
     if (this.write(this.buffer!.current)) this.lastWrite = Date.now()
   }
 
-  /** Appends the round's clicks not written yet; says whether there were any. */
+  /**
+   * Appends the round's clicks not written yet; says whether there were any. Everything is
+   * framed in one buffer kept for every write (one writeSync, nothing allocated per click): a
+   * frame of each list's new values, a frame of the links of the new clicks (each run of
+   * clicks on one link names it once: no map, so a million links cost what one does) and the
+   * clicks' columns.
+   */
   write(round: ClickRound): boolean {
     const n = round.count
     let segment = round.spool as Segment | null | undefined
@@ -205,7 +221,8 @@ export class ClickSpool implements RoundSpool {
           fd: fs.openSync(file, "a", 0o600),
           written: 0,
           values: [0, 0, 0, 0],
-          links: new Map()
+          links: 0,
+          lastLink: undefined
         }
       } catch (error) {
         return this.fail(round, undefined, error)
@@ -216,58 +233,103 @@ export class ClickSpool implements RoundSpool {
     const from = segment.written
     const count = n - from
     if (count === 0) return false
-    const chunks: Array<Uint8Array> = []
+    let end = 0
     const columns = columnsOf(round)
     for (let c = 0; c < 4; c++) {
       const values = columns[c]!.values
       if (values.length > segment.values[c]!) {
-        chunks.push(...valuesFrame(c, values.slice(segment.values[c])))
+        const json = JSON.stringify(values.slice(segment.values[c]))
+        const body = this.reserve(end, 2 + 3 * json.length)
+        this.out[body] = VALUES
+        this.out[body + 1] = c
+        end = this.endFrame(end, body + 2 + this.out.write(json, body + 2))
         segment.values[c] = values.length
       }
     }
-    const entryIndexes = new Int32Array(count)
-    const newEntries: Array<[string, string]> = []
-    let last: string | undefined
-    let lastIndex = -1
+    if (this.linkOf.length < count) this.linkOf = new Int32Array(Math.max(count, this.linkOf.length * 2))
+    const linkOf = this.linkOf
+    const { linkIds, accountIds } = round
+    let last = segment.lastLink
+    let index = segment.links - 1
+    let at = this.reserve(end, 1)
+    const linksFrame = end
+    this.out[at++] = LINKS
     for (let i = 0; i < count; i++) {
-      const linkId = round.linkIds[from + i]!
+      const linkId = linkIds[from + i]!
       if (linkId !== last) {
         last = linkId
-        let index = segment.links.get(linkId)
-        if (index === undefined) {
-          index = segment.links.size
-          segment.links.set(linkId, index)
-          newEntries.push([linkId, round.accountIds[from + i]!])
-        }
-        lastIndex = index
+        index++
+        const accountId = accountIds[from + i]!
+        this.reserve(at, 8 + 3 * (linkId.length + accountId.length))
+        at = this.putText(this.putText(at, linkId), accountId)
       }
-      entryIndexes[i] = lastIndex
+      linkOf[i] = index
     }
-    if (newEntries.length > 0) chunks.push(...valuesFrame(ENTRY_COLUMN, newEntries))
-    const head = Buffer.allocUnsafe(5)
-    head[0] = CLICKS
-    head.writeUInt32LE(count, 1)
-    chunks.push(
-      ...frame([
-        head,
-        bytes(round.times, from, count),
-        bytes(entryIndexes, 0, count),
-        bytes(round.peers, from, count),
-        bytes(round.agents, from, count),
-        bytes(round.referers, from, count),
-        bytes(round.countries, from, count)
-      ])
-    )
+    if (index >= segment.links) end = this.endFrame(linksFrame, at)
+    const body = this.reserve(end, 5 + 28 * count)
+    this.out[body] = CLICKS
+    this.out.writeUInt32LE(count, body + 1)
+    at = body + 5
+    for (const column of [
+      bytes(round.times, from, count),
+      bytes(linkOf, 0, count),
+      bytes(round.peers, from, count),
+      bytes(round.agents, from, count),
+      bytes(round.referers, from, count),
+      bytes(round.countries, from, count)
+    ]) {
+      this.out.set(column, at)
+      at += column.byteLength
+    }
+    end = this.endFrame(end, at)
     try {
-      const total = chunks.reduce((s, c) => s + c.byteLength, 0)
-      const done = fs.writevSync(segment.fd, chunks)
-      if (done !== total) throw new Error(`short write to ${segment.path}: ${done} of ${total} bytes`)
+      const done = fs.writeSync(segment.fd, this.out, 0, end)
+      if (done !== end) throw new Error(`short write to ${segment.path}: ${done} of ${end} bytes`)
     } catch (error) {
       return this.fail(round, segment, error)
     }
     segment.written = n
+    segment.links = index + 1
+    segment.lastLink = last
     this.spooled += count
     return true
+  }
+
+  /** Room for `bytes` more at `at` (the frame head included when `at` starts one): the body's offset. */
+  private reserve(at: number, bytes: number): number {
+    if (at + 8 + bytes > this.out.length) {
+      const wider = Buffer.allocUnsafe(Math.max(this.out.length * 2, at + 8 + bytes))
+      this.out.copy(wider, 0, 0, at)
+      this.out = wider
+    }
+    return at + 8
+  }
+
+  /** A frame whose body runs from `start + 8` to `end`: its length and CRC-32 in front. */
+  private endFrame(start: number, end: number): number {
+    this.out.writeUInt32LE(end - start - 8, start)
+    this.out.writeUInt32LE(crc32(this.out.subarray(start + 8, end)) >>> 0, start + 4)
+    return end
+  }
+
+  /**
+   * A string at `at`: u32 length, then its UTF-8. Ids are ASCII: copied char by char, which
+   * costs less than a call into Buffer.write for strings this short (the call for any other).
+   */
+  private putText(at: number, s: string): number {
+    const out = this.out
+    const length = s.length
+    for (let k = 0; k < length; k++) {
+      const c = s.charCodeAt(k)
+      if (c >= 0x80) {
+        const n = out.write(s, at + 4)
+        out.writeUInt32LE(n, at)
+        return at + 4 + n
+      }
+      out[at + 4 + k] = c
+    }
+    out.writeUInt32LE(length, at)
+    return at + 4 + length
   }
 
   /** A file that cannot be written is deleted (a part of a round must never be published under its ids). */

@@ -2,6 +2,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { threadId } from "node:worker_threads"
+import * as zlib from "node:zlib"
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { ClickBuffer } from "../../apps/redirector/ClickRound.js"
@@ -75,6 +76,69 @@ describe("click spool", () => {
       "FR",
       null
     ])
+  })
+
+  it("links interleaved over many writes, a non-ASCII id among them, read back click for click", () => {
+    const spool = new ClickSpool(dir, 60_000)
+    const buffer = new ClickBuffer(100_000, 100_000)
+    spool.attach(buffer)
+    const expected: Array<[string, string]> = []
+    for (let i = 0; i < 5_000; i++) {
+      // Runs of one to three clicks on a link, a few links coming back later, one id not ASCII.
+      const k = i % 7 === 0 ? 3 : Math.floor(i / 2)
+      const link = k === 40 ? "link_ünï" : `link_${k}`
+      const account = `acc_${k % 3}`
+      buffer.record(link, account, i, v4(192, 0, 2, i & 255), CHROME, "", "")
+      expected.push([link, account])
+      if (i % 37 === 0) spool.write(buffer.current)
+    }
+    const id = buffer.current.id
+    buffer.take()
+    const round = readSegment(fs.readFileSync(path.join(dir, files()[0]!)), id)
+    expect(round.count).toBe(5_000)
+    expect(round.linkIds.slice(0, 5_000).map((l, i) => [l, round.accountIds[i]])).toEqual(expected)
+    expect([...round.times.subarray(0, 5_000)]).toEqual(expected.map((_, i) => i))
+  })
+
+  it("a file of the earlier format (links as JSON pairs) still reads back", () => {
+    const frame = (body: Buffer) => {
+      const head = Buffer.alloc(8)
+      head.writeUInt32LE(body.length, 0)
+      head.writeUInt32LE(zlib.crc32(body) >>> 0, 4)
+      return Buffer.concat([head, body])
+    }
+    const values = (column: number, list: ReadonlyArray<unknown>) =>
+      frame(Buffer.concat([Uint8Array.of(1, column), Buffer.from(JSON.stringify(list))]))
+    const clicks = Buffer.alloc(5 + 28 * 2)
+    clicks[0] = 2
+    clicks.writeUInt32LE(2, 1)
+    clicks.writeDoubleLE(10, 5)
+    clicks.writeDoubleLE(11, 13)
+    // Columns after the times: link entry, peer, agent, referer, country; two clicks each.
+    const columns = [
+      [1, 0],
+      [0, 0],
+      [0, 0],
+      [-1, -1],
+      [-1, -1]
+    ]
+    for (const [c, col] of columns.entries()) {
+      for (const [i, v] of col.entries()) clicks.writeInt32LE(v, 21 + 8 * c + 4 * i)
+    }
+    const data = Buffer.concat([
+      values(0, ["192.0.2.1"]),
+      values(1, [CHROME]),
+      values(4, [
+        ["link_x", "acc_x"],
+        ["link_y", "acc_y"]
+      ]),
+      frame(clicks)
+    ])
+    const round = readSegment(data, "evt_0")
+    expect(round.count).toBe(2)
+    expect(round.linkIds.slice(0, 2)).toEqual(["link_y", "link_x"])
+    expect(round.accountIds.slice(0, 2)).toEqual(["acc_y", "acc_x"])
+    expect([...round.times.subarray(0, 2)]).toEqual([10, 11])
   })
 
   it("a file cut short by a crash reads up to its last whole frame", () => {
