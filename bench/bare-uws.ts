@@ -7,6 +7,12 @@
  *
  * It loads the same native binary as the redirector and refuses to start without it, so the
  * comparison never silently measures a fallback.
+ *
+ * BARE_MODE adds one of the redirector's costs at a time (bench/redirect-costs.sh):
+ *   `address`  reads the peer's address per request (uWS allocates an ArrayBuffer for it);
+ *   `table`    looks the path up in a Map of BARE_LINKS (default 1,000,000) paths /s1 … /sN
+ *              and answers with that row's own Location string, as the slug table does;
+ *   `table+address` both. Default: neither.
  */
 import { loadUws } from "../infra/http/HttpServer.js"
 
@@ -24,9 +30,29 @@ if (!("module" in loaded)) {
 const uws = loaded.module
 
 const LOCATION = "https://example.com/bench?utm_source=bench"
+const mode = process.env.BARE_MODE ?? ""
+if (!["", "address", "table", "table+address"].includes(mode)) {
+  process.stderr.write(`bench/bare-uws.ts: BARE_MODE must be address, table or table+address, not ${mode}\n`)
+  process.exit(1)
+}
+const readAddress = mode.includes("address")
+const links = mode.includes("table") ? Number(process.env.BARE_LINKS ?? 1_000_000) : 0
+const rows = new Map<string, number>()
+const locations: Array<string> = []
+for (let i = 1; i <= links; i++) {
+  rows.set(`/s${i}`, i - 1)
+  locations.push(`https://example.com/scale/${i}`)
+}
+let addressBytes = 0
 
-const app = uws.App().any("/*", (res) => {
-  res.writeStatus("302 Found").writeHeader("Location", LOCATION).writeHeader("Cache-Control", "private, no-store").end()
+const app = uws.App().any("/*", (res, req) => {
+  let location = LOCATION
+  if (links > 0) {
+    const row = rows.get(req.getUrl())
+    if (row !== undefined) location = locations[row]!
+  }
+  if (readAddress) addressBytes += res.getRemoteAddress().byteLength
+  res.writeStatus("302 Found").writeHeader("Location", location).writeHeader("Cache-Control", "private, no-store").end()
 })
 
 app.listen("0.0.0.0", port, (socket) => {
@@ -36,6 +62,7 @@ app.listen("0.0.0.0", port, (socket) => {
   }
   process.stdout.write(`bare uWS 302 server listening on 0.0.0.0:${uws.us_socket_local_port(socket as never)}\n`)
   const stop = () => {
+    if (addressBytes < 0) process.stdout.write("unreachable\n") // keeps the read from being optimized away
     uws.us_listen_socket_close(socket)
     process.exit(0)
   }

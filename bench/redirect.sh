@@ -24,10 +24,12 @@
 #
 # Isolation: the service (embedded PostgreSQL, the event log, the click projector, chDB) is
 # not what is measured, yet it shares the CPU: it runs under `nice -n BENCH_NICE` (default
-# 10), and before each phase the script waits until its processes are quiet (< 10% of a
-# core), so that a phase does not pay for the clicks of the phase before (the capture phase
-# leaves hundreds of thousands of clicks to project, and the nocapture phase came right
-# after it: that is what moved capture-off between 0.81 and 1.0 of bare).
+# 10), its embedded PostgreSQL's scheduler autogroups too (bench/lib.sh deprioritize: each
+# PostgreSQL backend is a session of its own, which `nice` alone never reached), and before
+# each phase the script waits until its processes are quiet (< 10% of a core), so that a
+# phase does not pay for the clicks of the phase before (the capture phase leaves hundreds
+# of thousands of clicks to project, and the nocapture phase came right after it: that is
+# what moved capture-off between 0.81 and 1.0 of bare).
 #
 # The three throughput phases run BENCH_ROUNDS times (default 3), interleaved (bare, capture,
 # nocapture, bare, ...): each phase reports its median round's req/s and p99, and each ratio

@@ -48,7 +48,7 @@ export class ClickGroup {
   take(): string {
     const list = (values: Map<string, number>) => [...values.keys()].join(",")
     const data =
-      `{"links":[${[...this.links.keys()].map((id) => JSON.stringify(id)).join(",")}],` +
+      `{"links":${JSON.stringify([...this.links.keys()])},` +
       `"link":[${this.link.join(",")}],` +
       `"countries":[${list(this.countries)}],` +
       `"referrer_hosts":[${list(this.referrers)}],"visitors":[${list(this.visitors)}],` +
