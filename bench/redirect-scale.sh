@@ -170,7 +170,7 @@ node -e '
   }
   // CPU per request in µs (median of the rounds): the server, the service, the rest (wrk).
   // (A process that ends during a phase, a PostgreSQL autovacuum worker, takes its ticks along:
-  // the service's share can come out a little below what it was, never below 0 here.)
+  // the service share can come out a little below what it was, never below 0 here.)
   const cpu = (a, field) => Math.max(0, median(rounds.map((r) => (r[a][field] / r[a].hz) * 1e6 / r[a].requests)))
   for (const name of ["bare", "one", "scale"]) {
     out[`${name}_cpu_us`] = f(cpu(name, "server_ticks"), 2)

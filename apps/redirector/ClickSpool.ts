@@ -10,7 +10,7 @@ import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 /**
  * The least time between two writes of the spool. A click is written at the end of the event
  * loop's turn that answered it, unless the last write was less than this ago: then once it
- * is this old. So a busy redirector makes at most 1000 writes a second (a writev costs ~5-20
+ * is this old. So a busy redirector makes at most 1000 writes a second (a write costs ~5-20
  * µs here), and a kill -9 loses at most the clicks of the last millisecond or so.
  */
 export const SPOOL_INTERVAL_MS = 1
@@ -117,7 +117,7 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
 /**
  * The crash spool of click capture: each round of clicks in its own append-only file in
  * `dir`, written at the end of the event loop's turn that recorded them, at most one write per
- * `intervalMs` (1 ms): one writev of the new clicks, no fsync. A killed process (kill -9, OOM)
+ * `intervalMs` (1 ms): one write of the new clicks, no fsync. A killed process (kill -9, OOM)
  * loses only the clicks answered since the last write: what is written is in the OS's page
  * cache. A
  * machine that loses power also loses what the OS had not yet written to disk (Linux writes
