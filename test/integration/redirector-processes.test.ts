@@ -1,21 +1,12 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
 import { EventLog } from "../../domain/EventLog.js"
 import { ClickEvent, linkedClicks, Topics } from "../../domain/Events.js"
-import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
-import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
-import { embeddedEventLogLayer } from "../support/eventlog.js"
-import {
-  burst,
-  freePort,
-  type RedirectorProcess,
-  request,
-  spawnRedirector,
-  stop,
-  waitReady
-} from "../support/redirectorProcess.js"
+import { call } from "../support/api.js"
+import { burst, freePort, request, spawnRedirector, stop, waitReady } from "../support/redirectorProcess.js"
+import { redirectorSuite } from "../support/redirectorSuite.js"
 import type { Envelope, Link } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
@@ -24,48 +15,32 @@ import { waitFor } from "../support/waitFor.js"
  * embedded event log in it: killed with SIGKILL mid-burst, stopped with SIGTERM, several on
  * one port.
  */
-const infraLayer = (databaseUrl: string) =>
-  OutboxRelayLive.pipe(
-    Layer.provideMerge(embeddedEventLogLayer(databaseUrl)),
-    Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
-  )
-
-let api: TestApi
-let account: TestAccount
-let infra: ManagedRuntime.ManagedRuntime<EventLog, unknown>
-let dataDir: string
-const started: Array<RedirectorProcess> = []
-
-beforeAll(async () => {
-  api = await startTestApi()
-  account = await api.newAccount()
-  infra = ManagedRuntime.make(infraLayer(api.databaseUrl)) as never
-  await infra.runPromise(Effect.void)
-  dataDir = fs.mkdtempSync(path.join(process.cwd(), ".tmp-redirector-processes-"))
-}, 180_000)
-
-afterAll(async () => {
-  await Promise.all(started.map((p) => stop(p, "SIGKILL")))
-  await infra?.dispose()
-  await api?.close()
-  if (dataDir !== undefined) fs.rmSync(dataDir, { recursive: true, force: true })
-}, 120_000)
+const suite = redirectorSuite("redirector-processes")
 
 const start = (port: number, env: Record<string, string> = {}) => {
-  const p = spawnRedirector({ DATABASE_URL: api.databaseUrl, SHORT_PORT: String(port), DATA_DIR: dataDir, ...env })
-  started.push(p)
+  const p = spawnRedirector({
+    DATABASE_URL: suite.api.databaseUrl,
+    SHORT_PORT: String(port),
+    DATA_DIR: suite.dataDir,
+    ...env
+  })
+  suite.track(p)
   return p
 }
 
 const createLink = async (url: string) => {
-  const r = await call<Envelope<Link>>(`${api.api}/links`, { method: "POST", key: account.key, body: { url } })
+  const r = await call<Envelope<Link>>(`${suite.api.api}/links`, {
+    method: "POST",
+    key: suite.account.key,
+    body: { url }
+  })
   expect(r.status, r.text).toBe(201)
   return r.json.data as { id: string; slug: string }
 }
 
 /** The clicks of a link in clicks.v1, each event counted once by its id (as the projector does). */
 const countedClicks = (linkId: string) =>
-  infra.runPromise(
+  suite.infra.runPromise(
     Effect.gen(function* () {
       const log = yield* EventLog
       const seen = new Set<string>()
@@ -84,7 +59,7 @@ const countedClicks = (linkId: string) =>
   )
 
 const spoolFiles = () => {
-  const dir = path.join(dataDir, "spool", "redirector")
+  const dir = path.join(suite.dataDir, "spool", "redirector")
   return fs.existsSync(dir) ? fs.readdirSync(dir).filter((n) => n.endsWith(".clicks")) : []
 }
 
@@ -152,9 +127,9 @@ describe("several redirector processes on one port", () => {
       const answers = await Promise.all(Array.from({ length: 20 }, () => request(url)))
       expect(answers.every((r) => r.status === 302)).toBe(true)
     }
-    const patched = await call(`${api.api}/links/${link.id}`, {
+    const patched = await call(`${suite.api.api}/links/${link.id}`, {
       method: "PATCH",
-      key: account.key,
+      key: suite.account.key,
       body: { url: "https://example.com/shared-after" }
     })
     expect(patched.status, patched.text).toBe(200)
@@ -215,9 +190,9 @@ describe("one redirector process with REDIRECTOR_THREADS=2", () => {
       const answers = await Promise.all(Array.from({ length: 20 }, () => request(url)))
       expect(answers.every((r) => r.status === 302)).toBe(true)
     }
-    const patched = await call(`${api.api}/links/${link.id}`, {
+    const patched = await call(`${suite.api.api}/links/${link.id}`, {
       method: "PATCH",
-      key: account.key,
+      key: suite.account.key,
       body: { url: "https://example.com/threads-after" }
     })
     expect(patched.status, patched.text).toBe(200)

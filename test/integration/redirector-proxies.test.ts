@@ -1,14 +1,12 @@
-import * as fs from "node:fs"
 import * as http from "node:http"
 import * as path from "node:path"
-import { Effect, Layer, Logger, LogLevel, ManagedRuntime } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
 import { EventLog } from "../../domain/EventLog.js"
 import { ClickEvent, linkedClicks, Topics } from "../../domain/Events.js"
-import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
-import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
-import { embeddedEventLogLayer } from "../support/eventlog.js"
-import { freePort, type RedirectorProcess, spawnRedirector, stop, waitReady } from "../support/redirectorProcess.js"
+import { call } from "../support/api.js"
+import { freePort, spawnRedirector, waitReady } from "../support/redirectorProcess.js"
+import { redirectorSuite } from "../support/redirectorSuite.js"
 import type { Envelope, Link } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
 
@@ -17,47 +15,27 @@ import { waitFor } from "../support/waitFor.js"
  * connects from 127.0.0.1, so it is the reverse proxy when 127.0.0.1 is trusted, and an
  * ordinary visitor (whose X-Forwarded-For means nothing) when it is not.
  */
-let api: TestApi
-let account: TestAccount
-let infra: ManagedRuntime.ManagedRuntime<EventLog, unknown>
-let dataDir: string
-const started: Array<RedirectorProcess> = []
-
-beforeAll(async () => {
-  api = await startTestApi()
-  account = await api.newAccount()
-  infra = ManagedRuntime.make(
-    OutboxRelayLive.pipe(
-      Layer.provideMerge(embeddedEventLogLayer(api.databaseUrl)),
-      Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
-    )
-  ) as never
-  await infra.runPromise(Effect.void)
-  dataDir = fs.mkdtempSync(path.join(process.cwd(), ".tmp-redirector-proxies-"))
-}, 180_000)
-
-afterAll(async () => {
-  await Promise.all(started.map((p) => stop(p, "SIGKILL")))
-  await infra?.dispose()
-  await api?.close()
-  if (dataDir !== undefined) fs.rmSync(dataDir, { recursive: true, force: true })
-}, 120_000)
+const suite = redirectorSuite("redirector-proxies")
 
 const startRedirector = async (env: Record<string, string>) => {
   const port = await freePort()
   const p = spawnRedirector({
-    DATABASE_URL: api.databaseUrl,
+    DATABASE_URL: suite.api.databaseUrl,
     SHORT_PORT: String(port),
-    DATA_DIR: path.join(dataDir, String(port)),
+    DATA_DIR: path.join(suite.dataDir, String(port)),
     ...env
   })
-  started.push(p)
+  suite.track(p)
   await waitReady(p)
   return p
 }
 
 const createLink = async (url: string) => {
-  const r = await call<Envelope<Link>>(`${api.api}/links`, { method: "POST", key: account.key, body: { url } })
+  const r = await call<Envelope<Link>>(`${suite.api.api}/links`, {
+    method: "POST",
+    key: suite.account.key,
+    body: { url }
+  })
   expect(r.status, r.text).toBe(201)
   return r.json.data as { id: string; slug: string }
 }
@@ -89,7 +67,7 @@ const live = (port: number, slug: string) =>
 
 /** The clicks of a link in clicks.v1 (each event once) and how many distinct visitors made them. */
 const clicksOf = (linkId: string) =>
-  infra.runPromise(
+  suite.infra.runPromise(
     Effect.gen(function* () {
       const log = yield* EventLog
       const seen = new Set<string>()
@@ -157,12 +135,12 @@ describe("TRUSTED_PROXIES, through a redirector process", () => {
 
   it("a bad TRUSTED_PROXIES stops start-up with a line naming it", { timeout: 120_000 }, async () => {
     const p = spawnRedirector({
-      DATABASE_URL: api.databaseUrl,
+      DATABASE_URL: suite.api.databaseUrl,
       SHORT_PORT: String(await freePort()),
-      DATA_DIR: path.join(dataDir, "bad"),
+      DATA_DIR: path.join(suite.dataDir, "bad"),
       TRUSTED_PROXIES: "10.0.0.0/8,proxy.internal"
     })
-    started.push(p)
+    suite.track(p)
     expect(await p.exited).not.toBe(0)
     expect(p.output()).toMatch(/TRUSTED_PROXIES.*IP addresses or CIDR ranges/)
   })
