@@ -22,7 +22,8 @@ if (!Number.isInteger(port) || slugPath === undefined || !slugPath.startsWith("/
   process.stderr.write("usage: REDIRECTOR_SPOOL_DIR=… node --import tsx bench/redirect-crash.ts PORT /PATH\n")
   process.exit(2)
 }
-const env = { SHORT_PORT: String(port), CLICK_CAPTURE: "on", LOG_LEVEL: "Warn" }
+// LOG_LEVEL stays Info (spawnRedirector's): waitReady waits for the "slug table loaded" line too.
+const env = { SHORT_PORT: String(port), CLICK_CAPTURE: "on" }
 const url = `http://127.0.0.1:${port}${slugPath}`
 const spooled = () => fs.readdirSync(spoolDir).filter((n) => n.endsWith(".clicks"))
 
