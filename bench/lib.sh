@@ -119,14 +119,14 @@ tree_ticks() {
 }
 
 # deprioritize PID NICE: PID's whole tree runs at niceness NICE, its scheduler autogroups too.
-# `nice` alone is not enough: the embedded PostgreSQL starts in a session of its own
-# (detached), and with autogroups on (kernel.sched_autogroup_enabled=1, the default) each
-# session competes with the benchmark's as an equal whatever its processes' niceness: a
-# projector writing one row per click then took ~0.7 of a core from the measured servers
-# (bench/redirect-scale.sh, 25.8 us of service CPU per request). PostgreSQL calls setsid() in
-# every backend it forks, so each connection is an autogroup of its own: call this again
-# before each measurement, once the connections are open. Only autogroups other than the benchmark's own are reniced (that one holds wrk and the
-# measured servers).
+# `nice` alone is not enough: with autogroups on (kernel.sched_autogroup_enabled=1, the
+# default) each session competes with the benchmark's as an equal whatever its processes'
+# niceness, and PostgreSQL calls setsid() in every backend it forks, so each connection of the
+# embedded PostgreSQL is an autogroup of its own (a projector writing one row per click then
+# took ~0.7 of a core from the measured servers: bench/redirect-scale.sh, 25.8 us of service
+# CPU per request). New backends start at nice 0: `quiet_service` calls this again before each
+# measurement. Only autogroups other than the benchmark's own are reniced (that one holds wrk
+# and the measured servers).
 deprioritize() {
   local p own group
   own=$(cut -d' ' -f1 /proc/$$/autogroup 2>/dev/null || true)
@@ -155,6 +155,13 @@ quiet_wait() {
     fi
   done
   QUIET_WAITED=$(($(date +%s) - start))
+}
+
+# quiet_service PID: before a measurement, the service (PID's tree) has digested the phase
+# before (quiet_wait) and runs niced at BENCH_NICE, the backends it opened since included.
+quiet_service() {
+  quiet_wait "$1" "the service"
+  deprioritize "$1" "$NICE"
 }
 
 # busy_ticks: the machine's CPU time (clock ticks, all cores) spent not idle so far.

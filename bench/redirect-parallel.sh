@@ -8,7 +8,7 @@
 # interleaved (one, procs, threads, one, ...); each ratio against `one` is the median of the
 # ratios within the rounds, and the RSS of each setup (the sum of its processes) is taken
 # after the rounds. The service (embedded PostgreSQL, the event log, the click projector)
-# runs niced, and each phase waits until it is quiet (bench/lib.sh quiet_wait).
+# runs niced, and each phase waits until it is quiet (bench/lib.sh quiet_service).
 #
 #   bash bench/redirect-parallel.sh        (or: npm run bench:redirect-parallel)
 #
@@ -109,8 +109,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   line="{"
   for name in one procs threads; do
     [ "$WARMUP" -gt 0 ] && phase "$name" "$(port_of "$name")" "$WARMUP" "$TMP/warm.txt"
-    quiet_wait "$ALL_PID" "the service"
-    deprioritize "$ALL_PID" "$NICE"
+    quiet_service "$ALL_PID"
     phase "$name" "$(port_of "$name")" "$DURATION"
     r=$(grep '^WRK_RESULT ' "$TMP/wrk-$name.txt" | tail -n 1 | cut -d' ' -f2-)
     [ -n "$r" ] || die "wrk $name printed no result: $(cat "$TMP/wrk-$name.txt")"

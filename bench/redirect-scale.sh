@@ -83,7 +83,7 @@ wait_http "http://127.0.0.1:$ONE_PORT/readyz" "$ONE_PID" "the one-link redirecto
 log "bench: seeding $LINKS links"
 node --import tsx bench/seed-links.ts "$ACCOUNT_ID" "$LINKS" || die "seeding failed"
 
-quiet_wait "$ALL_PID" "the service"
+quiet_service "$ALL_PID"
 # From here on the service's own process is stopped (its embedded PostgreSQL, a process of its
 # own, goes on: the redirectors load from it and publish clicks into its event log). What it
 # would do is not measured here and is not the redirectors' cost: it projects the clicks into
@@ -92,7 +92,6 @@ quiet_wait "$ALL_PID" "the service"
 kill -STOP "$ALL_PID"
 SERVICE_STOPPED=1
 log "bench: the service process is stopped (SIGSTOP) until the end; its PostgreSQL runs on"
-deprioritize "$ALL_PID" "$NICE"
 start_ms=$(date +%s%3N)
 SHORT_PORT=$SCALE_PORT LOG_LEVEL=Info node $REDIRECTOR_NODE_FLAGS $(cpu_prof scale) --import tsx apps/redirector/main.ts >"$TMP/scale.log" 2>&1 &
 SCALE_PID=$!
@@ -132,20 +131,22 @@ RUNS=()
 for ((round = 1; round <= ROUNDS; round++)); do
   line="{"
   for name in bare one scale; do
-    case $name in bare) port=$BARE_PORT n=$LINKS ;; one) port=$ONE_PORT n=1 ;; *) port=$SCALE_PORT n=$LINKS ;; esac
-    quiet_wait "$ALL_PID" "the event log (PostgreSQL)"
-    deprioritize "$ALL_PID" "$NICE"
+    case $name in
+      bare) port=$BARE_PORT n=$LINKS pid=$BARE_PID ;;
+      one) port=$ONE_PORT n=1 pid=$ONE_PID ;;
+      *) port=$SCALE_PORT n=$LINKS pid=$SCALE_PID ;;
+    esac
+    quiet_service "$ALL_PID" # its PostgreSQL: the service's own process is stopped
     [ "$WARMUP" -gt 0 ] && phase "$name" "$port" "$n" "$WARMUP" "$TMP/warm.txt"
-    case $name in bare) pid=$BARE_PID ;; one) pid=$ONE_PID ;; *) pid=$SCALE_PID ;; esac
     server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
     phase "$name" "$port" "$n" "$DURATION"
     server_ticks=$(($(tree_ticks "$pid") - server_before)) service_ticks=$(($(tree_ticks "$ALL_PID") - service_before))
     busy=$(($(busy_ticks) - busy_before))
     r=$(grep '^WRK_RESULT ' "$TMP/wrk-$name.txt" | tail -n 1 | cut -d' ' -f2-)
-    # CPU per request (µs): the server's own, the service's (log, projector, PostgreSQL)
-    # during the phase, and the rest of the machine's (wrk, mostly).
-    r="${r%\}},\"server_ticks\":$server_ticks,\"service_ticks\":$service_ticks,\"busy_ticks\":$busy,\"hz\":$HZ}"
     [ -n "$r" ] || die "wrk $name printed no result: $(cat "$TMP/wrk-$name.txt")"
+    # For the CPU per request: the server's own ticks, the service's (its PostgreSQL) during
+    # the phase, and the machine's (the rest is wrk's and the kernel's, mostly).
+    r="${r%\}},\"server_ticks\":$server_ticks,\"service_ticks\":$service_ticks,\"busy_ticks\":$busy,\"hz\":$HZ}"
     printf '%s' "$r" | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{const r=JSON.parse(s);console.log(`round '"$round"' ${process.argv[1].padEnd(5)} ${r.rps.toFixed(1).padStart(9)} req/s  p99 ${r.p99_ms.toFixed(2)} ms  (errors: status ${r.non3xx}, socket ${r.socket_errors})`);if(r.requests===0||r.non3xx+r.socket_errors>0)process.exit(1)})' "$name" ||
       die "phase $name had errors"
     line="$line\"$name\":$r,"

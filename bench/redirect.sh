@@ -188,8 +188,7 @@ run_phase() {
       -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk warm-up of $name failed"
   fi
   # Not a fixed pause: until the service has digested the phase before (see Isolation above).
-  quiet_wait "$ALL_PID" "the service"
-  deprioritize "$ALL_PID" "$NICE"
+  quiet_service "$ALL_PID"
   # The counting run: the capture redirector's own counters before it (its warm-up included).
   if [ "$name" = count ]; then CAPTURED_BEFORE=$(scrape "$port" redirector_clicks_captured_total); fi
   BENCH_PATH=$path BENCH_GET_SECONDS=$get_seconds run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" \
