@@ -40,7 +40,7 @@ for (let n = 1; n <= count; n++) {
 // Each lookup builds its path anew, as a request gives a fresh string (no hash cached yet).
 const slugs = Array.from({ length: 1 << 16 }, () => String(1 + Math.floor(Math.random() * count)))
 let sink = 0
-const use = (location: string, linkId: string, accountId: string) => {
+const use = (location: string | Uint8Array, linkId: string, accountId: string) => {
   sink += location.length + linkId.length + accountId.length
 }
 const viaObjects = () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto"
 import { Effect } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { LinkEvent, Topics } from "../../domain/Events.js"
@@ -32,51 +33,78 @@ export interface LinkState {
   readonly updatedAt: number
 }
 
-/** Rows the tables start with; they double when full. */
-const INITIAL_ROWS = 1024
-/** A row's strings, side by side in `strings` (one cache line for the request path). */
-const LOCATION = 0
-const LINK_ID = 1
-const ACCOUNT_ID = 2
-const STRINGS = 3
-/** A row's times, side by side in `times`. */
+/**
+ * A record's fixed part, in bytes: two times (float64 at 0 and 8), then four int32 fields;
+ * the path's bytes follow it, then the Location's. Records start at multiples of 8.
+ */
+const HEAD = 32
+/** Float64 fields (from the record's offset / 8). */
 const EXPIRES_AT = 0
 const UPDATED_AT = 1
-const TIMES = 2
+/** Int32 fields (from the record's offset / 4). */
+const LINK = 4
+const PATH_LENGTH = 5
+const LOCATION_LENGTH = 6
+/** Bytes the record has for a Location: an update that fits is written in place. */
+const LOCATION_ROOM = 7
+/** A record that does not redirect keeps its version with this expiry: every time is after it. */
+const NO_REDIRECT = Number.NEGATIVE_INFINITY
+/** The longest path a record holds: "/" and a slug of at most 32 characters, with room to spare. */
+const MAX_PATH = 255
+/** The arena's first size; it doubles when full, and is compacted when half of it is moved records. */
+const INITIAL_BYTES = 1 << 16
+const INITIAL_SLOTS = 1 << 10
+/** Bytes of moved records (older versions of a grown Location) worth a compaction. */
+const COMPACT_AFTER = 16 << 20
 
-const widen = (a: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> => {
-  const b = new Float64Array(a.length * 2)
-  b.set(a)
-  return b
-}
+const align8 = (n: number) => (n + 7) & ~7
 
-/** A link that does not redirect keeps only its version, in the map, as a negative number. */
-const tombstone = (updatedAt: number) => -1 - Math.max(0, updatedAt)
-const versionOfTombstone = (value: number) => -1 - value
+/** A path of visible ASCII no longer than MAX_PATH: what a request line can name byte for byte. */
+const storablePath = (path: string) => path.length <= MAX_PATH && /^[\x21-\x7e]+$/.test(path)
 
 /**
  * The redirector's in-memory projection of links.v1: request path ("/" + slug) to what a
- * redirect needs, for a million links and more. One map, path to a row number, and the rows
- * in two flat tables, a row's strings side by side and its times side by side (no object per
- * link, each string once): the path is the only copy of the slug, an account's id is held
- * once for all its links.
+ * redirect needs, for a million links and more, laid out so that a random lookup touches as
+ * few cache lines as it can (a million links do not fit in any cache, so every line is a
+ * miss: bench/slug-table-lookup.ts).
+ *
+ * - Each path has one **record** in one arena of bytes: its expiry and version, its link's
+ *   number, the path's bytes and the Location's bytes, side by side. A lookup reads one slot of
+ *   the hash index and then the record, usually one or two cache lines; the redirect's
+ *   Location is a view of the record's bytes (uWebSockets.js copies it from there).
+ * - The **index** is open addressing with linear probing over an Int32Array of slots, each a
+ *   path's hash and its record's offset: a probe compares the hash before it reads a record.
+ *   The hash is seeded per process, so nobody can choose slugs that collide.
+ * - The link and account ids, which only click capture reads, are strings by link number.
  *
  * A link's slug never changes (UpdateLink takes the URL alone, options are UTM and expiry)
- * and links are disabled, never erased, so a path names one link for good and the table
- * needs no map by link id. A link that does not redirect (disabled, a reserved slug, a
- * destination that is not http(s)) gives its row back and leaves a tombstone in the map with
- * its `updatedAt`: a late event with an older state (replayed after the database load already
- * had a newer one) changes nothing, for a disabled link too.
+ * and links are disabled, never erased, so a path names one link for good: a record is never
+ * removed from the index, and a link's number is never given to another link. A link that
+ * does not redirect (disabled, a reserved slug, a destination that is not http(s)) keeps its
+ * record as a tombstone with its version (`updatedAt`): a late event with an older state
+ * (replayed after the database load already had a newer one) changes nothing, for a disabled
+ * link too. An update whose Location does not fit in its record's room moves the record to the
+ * arena's end; the arena is compacted once the moved records' bytes are worth it.
  */
 export class SlugTable {
-  /** Path to row (>= 0), or to a tombstone (< 0, see `tombstone`). Read through `rowOf`. */
-  readonly rows = new Map<string, number>()
-  /** Per row, STRINGS of them: the Location header, the link's id, its account's id. */
-  private readonly strings: Array<string | undefined> = []
-  /** Per row, TIMES of them (ms since the epoch): expiry (Infinity: never), the state's version. */
-  private times = new Float64Array(INITIAL_ROWS * TIMES)
-  /** Rows given back (their link stopped redirecting), taken again before new ones. */
-  private readonly free: Array<number> = []
+  private buffer = new ArrayBuffer(INITIAL_BYTES)
+  private bytes = Buffer.from(this.buffer)
+  private f64 = new Float64Array(this.buffer)
+  private i32 = new Int32Array(this.buffer)
+  /** Bytes of the arena in use (records, moved ones included); 0 is never a record's offset. */
+  private used = 8
+  /** Bytes of records that were moved: garbage until the next compaction. */
+  private moved = 0
+  /** Per slot two int32: the path's hash and its record's offset / 8 (0: an empty slot). */
+  private slots = new Int32Array(INITIAL_SLOTS * 2)
+  private mask = INITIAL_SLOTS - 1
+  private paths = 0
+  private readonly seed = randomBytes(4).readInt32LE(0) | 1
+  /**
+   * By link number n: the link's id at 2n and its account's id at 2n + 1 (one cache line for
+   * both; undefined while the link does not redirect).
+   */
+  private readonly ids: Array<string | undefined> = []
   /** One copy of each account's id: every row and event brings its own. */
   private readonly accounts = new Map<string, string>()
   private lastAccount = ""
@@ -85,28 +113,70 @@ export class SlugTable {
   /** Set once the database load has finished. */
   ready = false
 
-  /** The row of the link at `path` if it redirects, else -1. The request path's one lookup. */
-  rowOf(path: string): number {
-    const row = this.rows.get(path)
-    return row === undefined || row < 0 ? -1 : row
+  /** `compactAfterBytes`: moved records' bytes worth a compaction (default 16 MiB; tests use less). */
+  constructor(private readonly compactAfterBytes = COMPACT_AFTER) {}
+
+  private hash(path: string): number {
+    let h = this.seed
+    for (let i = 0; i < path.length; i++) h = Math.imul(h ^ path.charCodeAt(i), 0x01000193)
+    // The low bits pick the slot: mix the high ones into them.
+    h ^= h >>> 16
+    h = Math.imul(h, 0x45d9f3b)
+    return h ^ (h >>> 16)
   }
 
-  /** The Location header of a row: destination with UTM merged, visible ASCII only. */
-  location(row: number): string {
-    return this.strings[row * STRINGS + LOCATION]!
+  /** The offset of `path`'s record (a tombstone's too), or -1. */
+  private find(path: string, h: number): number {
+    const slots = this.slots
+    const bytes = this.bytes
+    const n = path.length
+    let i = h & this.mask
+    for (;;) {
+      const word = slots[i * 2 + 1]!
+      if (word === 0) return -1
+      if (slots[i * 2] === h) {
+        const at = word * 8
+        if (this.i32[(at >> 2) + PATH_LENGTH] === n) {
+          let c = 0
+          while (c < n && bytes[at + HEAD + c] === path.charCodeAt(c)) c++
+          if (c === n) return at
+        }
+      }
+      i = (i + 1) & this.mask
+    }
+  }
+
+  /**
+   * The record of the link at `path` if it redirects, else -1: the request path's one lookup.
+   * What it gives is read through `location`, `linkId`, `accountId` and `expiresAt`, at once
+   * (an update may move the record).
+   */
+  rowOf(path: string): number {
+    if (path.length > MAX_PATH) return -1
+    const at = this.find(path, this.hash(path))
+    return at < 0 || this.f64[at >> 3] === NO_REDIRECT ? -1 : at
+  }
+
+  /**
+   * The Location header of a record, as bytes (the destination with UTM merged, visible
+   * ASCII only): a view of the arena, valid until the table changes.
+   */
+  location(row: number): Uint8Array {
+    const i = row >> 2
+    return new Uint8Array(this.buffer, row + HEAD + this.i32[i + PATH_LENGTH]!, this.i32[i + LOCATION_LENGTH]!)
   }
 
   linkId(row: number): string {
-    return this.strings[row * STRINGS + LINK_ID]!
+    return this.ids[this.i32[(row >> 2) + LINK]! * 2]!
   }
 
   accountId(row: number): string {
-    return this.strings[row * STRINGS + ACCOUNT_ID]!
+    return this.ids[this.i32[(row >> 2) + LINK]! * 2 + 1]!
   }
 
-  /** ms since the epoch after which the row's link answers 404; Infinity when it never expires. */
+  /** ms since the epoch after which the record's link answers 404; Infinity when it never expires. */
   expiresAt(row: number): number {
-    return this.times[row * TIMES + EXPIRES_AT]!
+    return this.f64[(row >> 3) + EXPIRES_AT]!
   }
 
   has(path: string): boolean {
@@ -118,46 +188,63 @@ export class SlugTable {
     const row = this.rowOf(path)
     if (row < 0) return undefined
     return {
-      location: this.location(row),
+      location: Buffer.from(this.location(row)).toString("latin1"),
       linkId: this.linkId(row),
       accountId: this.accountId(row),
       expiresAt: this.expiresAt(row)
     }
   }
 
-  /** Rows in use or free: what the tables hold. */
+  /** Paths the table holds a record for, tombstones included. */
   get rowCount(): number {
-    return this.strings.length / STRINGS
+    return this.paths
   }
 
-  /** Applies a state unless the table holds a newer one; says whether it applied. */
+  /** Bytes of the arena in use, moved records included (bench/slug-table-memory.ts). */
+  get arenaBytes(): number {
+    return this.used
+  }
+
+  /**
+   * Applies a state unless the table holds a newer one; says whether it applied. A slug that
+   * is not visible ASCII can never match a request path byte for byte: it is not held.
+   */
   apply(state: LinkState): boolean {
     const path = `/${state.slug}`
-    const held = this.rows.get(path)
-    const version =
-      held === undefined ? 0 : held >= 0 ? this.times[held * TIMES + UPDATED_AT]! : versionOfTombstone(held)
-    if (held !== undefined && state.updatedAt < version) return false
+    if (!storablePath(path)) return false
+    const h = this.hash(path)
+    let at = this.find(path, h)
+    if (at >= 0 && state.updatedAt < this.f64[(at >> 3) + UPDATED_AT]!) return false
     // Reserved slugs (healthz, readyz, …) are the short host's own paths: never a redirect,
     // even for a row written before its slug was reserved. Checked here, not per request.
     const location =
       state.active && !isReservedSlug(state.slug) ? prepareLocation(state.destinationUrl, state.utm) : null
+    const room = location?.length ?? 0
+    let link: number
+    if (at < 0) {
+      link = this.ids.length / 2
+      this.ids.push(undefined, undefined)
+      at = this.insert(path, h, link, room)
+    } else {
+      link = this.i32[(at >> 2) + LINK]!
+      if (this.f64[at >> 3] !== NO_REDIRECT) this.size--
+      if (room > this.i32[(at >> 2) + LOCATION_ROOM]!) at = this.move(path, h, at, room)
+    }
+    const i = at >> 2
+    this.f64[(at >> 3) + UPDATED_AT] = state.updatedAt
     if (location === null) {
-      if (held !== undefined && held >= 0) this.release(held)
-      this.rows.set(path, tombstone(state.updatedAt))
+      this.f64[(at >> 3) + EXPIRES_AT] = NO_REDIRECT
+      this.i32[i + LOCATION_LENGTH] = 0
+      this.ids[link * 2] = undefined
+      this.ids[link * 2 + 1] = undefined
       return true
     }
-    const row = held !== undefined && held >= 0 ? held : this.take()
-    // In this order: a new row's strings are appended, the array stays without holes.
-    const at = row * STRINGS
-    this.strings[at + LOCATION] = location
-    this.strings[at + LINK_ID] = state.id
-    this.strings[at + ACCOUNT_ID] = this.account(state.accountId)
-    this.times[row * TIMES + EXPIRES_AT] = state.expiresAt ?? Number.POSITIVE_INFINITY
-    this.times[row * TIMES + UPDATED_AT] = state.updatedAt
-    if (row !== held) {
-      this.rows.set(path, row)
-      this.size++
-    }
+    this.bytes.write(location, at + HEAD + this.i32[i + PATH_LENGTH]!, "latin1")
+    this.i32[i + LOCATION_LENGTH] = location.length
+    this.f64[(at >> 3) + EXPIRES_AT] = state.expiresAt ?? Number.POSITIVE_INFINITY
+    this.ids[link * 2] = state.id
+    this.ids[link * 2 + 1] = this.account(state.accountId)
+    this.size++
     return true
   }
 
@@ -173,19 +260,105 @@ export class SlugTable {
     return held
   }
 
-  /** A free row, or a new one at the end (the strings grow as arrays do, the times double). */
-  private take(): number {
-    const reused = this.free.pop()
-    if (reused !== undefined) return reused
-    const row = this.strings.length / STRINGS
-    if ((row + 1) * TIMES > this.times.length) this.times = widen(this.times)
-    return row
+  /** A new record for `path` at the arena's end, in the index. */
+  private insert(path: string, h: number, link: number, room: number): number {
+    if ((this.paths + 1) * 2 > this.mask + 1) this.growIndex()
+    const at = this.allocate(path, link, room)
+    let i = h & this.mask
+    while (this.slots[i * 2 + 1] !== 0) i = (i + 1) & this.mask
+    this.slots[i * 2] = h
+    this.slots[i * 2 + 1] = at / 8
+    this.paths++
+    return at
   }
 
-  private release(row: number) {
-    this.strings.fill(undefined, row * STRINGS, (row + 1) * STRINGS)
-    this.free.push(row)
-    this.size--
+  /** The record at `from` again at the arena's end with more room; the index points there. */
+  private move(path: string, h: number, from: number, room: number): number {
+    // A resize keeps every offset, so `from` still holds the record after `allocate`.
+    const to = this.allocate(path, this.i32[(from >> 2) + LINK]!, room)
+    this.moved += this.recordBytes(from)
+    this.pointTo(h, from, to)
+    if (this.moved >= this.compactAfterBytes && this.moved * 2 >= this.used) return this.compact(to)
+    return to
+  }
+
+  private recordBytes(at: number): number {
+    const i = at >> 2
+    return align8(HEAD + this.i32[i + PATH_LENGTH]! + this.i32[i + LOCATION_ROOM]!)
+  }
+
+  /** The slot that points at the record at `from` points at `to`. */
+  private pointTo(h: number, from: number, to: number) {
+    let i = h & this.mask
+    while (this.slots[i * 2 + 1] !== from / 8) i = (i + 1) & this.mask
+    this.slots[i * 2 + 1] = to / 8
+  }
+
+  /** Space for a record at the arena's end, its fixed part and path written. */
+  private allocate(path: string, link: number, room: number): number {
+    const size = align8(HEAD + path.length + room)
+    if (this.used + size > this.buffer.byteLength) this.resize(Math.max(this.buffer.byteLength * 2, this.used + size))
+    const at = this.used
+    this.used += size
+    const i = at >> 2
+    this.f64[(at >> 3) + EXPIRES_AT] = NO_REDIRECT
+    this.i32[i + LINK] = link
+    this.i32[i + PATH_LENGTH] = path.length
+    this.i32[i + LOCATION_LENGTH] = 0
+    this.i32[i + LOCATION_ROOM] = room
+    this.bytes.write(path, at + HEAD, "latin1")
+    return at
+  }
+
+  /** A new arena of `bytes`, with the records in use copied to the same offsets. */
+  private resize(bytes: number) {
+    const buffer = new ArrayBuffer(align8(bytes))
+    new Uint8Array(buffer).set(new Uint8Array(this.buffer, 0, this.used))
+    this.adopt(buffer)
+  }
+
+  private adopt(buffer: ArrayBuffer) {
+    this.buffer = buffer
+    this.bytes = Buffer.from(buffer)
+    this.f64 = new Float64Array(buffer)
+    this.i32 = new Int32Array(buffer)
+  }
+
+  /** Twice the slots, every record indexed again (by the hash its slot kept). */
+  private growIndex() {
+    const old = this.slots
+    this.slots = new Int32Array(old.length * 2)
+    this.mask = this.slots.length / 2 - 1
+    for (let j = 0; j < old.length; j += 2) {
+      if (old[j + 1] === 0) continue
+      let i = old[j]! & this.mask
+      while (this.slots[i * 2 + 1] !== 0) i = (i + 1) & this.mask
+      this.slots[i * 2] = old[j]!
+      this.slots[i * 2 + 1] = old[j + 1]!
+    }
+  }
+
+  /** The records in use into a new arena, in index order; says where the record at `at` went. */
+  private compact(at: number): number {
+    const live = this.used - this.moved
+    const buffer = new ArrayBuffer(align8(Math.max(INITIAL_BYTES, live + (live >> 1))))
+    const to = new Uint8Array(buffer)
+    let used = 8
+    let moved = -1
+    for (let j = 0; j < this.slots.length; j += 2) {
+      const word = this.slots[j + 1]!
+      if (word === 0) continue
+      const from = word * 8
+      const size = this.recordBytes(from)
+      to.set(new Uint8Array(this.buffer, from, size), used)
+      if (from === at) moved = used
+      this.slots[j + 1] = used / 8
+      used += size
+    }
+    this.adopt(buffer)
+    this.used = used
+    this.moved = 0
+    return moved
   }
 }
 

@@ -6,7 +6,8 @@
 /** The writing half of an exchange: the same calls whether the answer is given at once or later. */
 export interface HttpAnswer {
   writeStatus(code: number): this
-  writeHeader(name: string, value: string): this
+  /** A header; a value given as bytes is sent as they are (visible ASCII: the redirector's Location). */
+  writeHeader(name: string, value: string | Uint8Array): this
   /**
    * Ends the answer with its body (text or bytes) and a Content-Length. For HEAD the body is
    * left out and its length still announced.

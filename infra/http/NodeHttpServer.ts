@@ -31,8 +31,8 @@ class NodeExchange implements HttpExchange, DeferredAnswer {
   query(): string {
     return this.rawQuery
   }
-  writeHeader(name: string, value: string): this {
-    this.headers.push(name, value)
+  writeHeader(name: string, value: string | Uint8Array): this {
+    this.headers.push(name, typeof value === "string" ? value : Buffer.from(value).toString("latin1"))
     return this
   }
   remoteAddress(): string {

@@ -77,7 +77,7 @@ class UwsExchange implements HttpExchange {
   query(): string {
     return this.req.getQuery() ?? ""
   }
-  writeHeader(name: string, value: string): this {
+  writeHeader(name: string, value: string | Uint8Array): this {
     this.res.writeHeader(name, value)
     return this
   }
@@ -157,7 +157,7 @@ class UwsDeferred implements DeferredAnswer {
   onAbort: (() => void) | undefined
   private done = false
   private status = "200 OK"
-  private readonly headers: Array<string> = []
+  private readonly headers: Array<string | Uint8Array> = []
   constructor(
     private readonly res: Uws.HttpResponse,
     private readonly isHead: boolean,
@@ -180,8 +180,9 @@ class UwsDeferred implements DeferredAnswer {
     this.status = STATUS_LINES[code] ?? String(code)
     return this
   }
-  writeHeader(name: string, value: string): this {
-    this.headers.push(name, value)
+  writeHeader(name: string, value: string | Uint8Array): this {
+    // Bytes are copied: a view of a table that may change before the answer is written.
+    this.headers.push(name, typeof value === "string" ? value : value.slice())
     return this
   }
   private finish(write: (res: Uws.HttpResponse, close: boolean) => void) {
@@ -190,7 +191,8 @@ class UwsDeferred implements DeferredAnswer {
     const close = this.closeAfter || this.state.closing
     this.res.cork(() => {
       this.res.writeStatus(this.status)
-      for (let i = 0; i < this.headers.length; i += 2) this.res.writeHeader(this.headers[i]!, this.headers[i + 1]!)
+      for (let i = 0; i < this.headers.length; i += 2)
+        this.res.writeHeader(this.headers[i] as string, this.headers[i + 1]!)
       write(this.res, close)
     })
   }

@@ -72,27 +72,32 @@ describe("the slug table's rows", () => {
     ...over
   })
 
-  it("a disabled link gives its row back, and the next new link takes it", () => {
+  it("a disabled link stops answering and keeps its path's number; enabled again it answers as before", () => {
     const table = new SlugTable()
     for (let n = 0; n < 3; n++) table.apply(link(n))
-    const row = table.rowOf("/slug1")
-    expect(row).toBeGreaterThanOrEqual(0)
     table.apply(link(1, { active: false, updatedAt: 2000 }))
     expect(table.rowOf("/slug1")).toBe(-1)
     expect(table.size).toBe(2)
     table.apply(link(3))
-    expect(table.rowOf("/slug3")).toBe(row)
-    expect(table.rowCount).toBe(3)
+    expect(table.rowCount).toBe(4)
     expect(table.entryOf("/slug3")).toEqual({
       location: "https://e.com/3",
       linkId: "link_3",
       accountId: "acc_0",
       expiresAt: Number.POSITIVE_INFINITY
     })
-    // The row's new link answers; the disabled one stays out, whatever older state comes late.
+    // The disabled one stays out, whatever older state comes late; a newer one brings it back.
     expect(table.apply(link(1, { updatedAt: 1999 }))).toBe(false)
     expect(table.has("/slug1")).toBe(false)
-    expect(table.entryOf("/slug3")?.linkId).toBe("link_3")
+    expect(table.apply(link(1, { updatedAt: 2001 }))).toBe(true)
+    expect(table.entryOf("/slug1")).toEqual({
+      location: "https://e.com/1",
+      linkId: "link_1",
+      accountId: "acc_1",
+      expiresAt: Number.POSITIVE_INFINITY
+    })
+    expect(table.rowCount).toBe(4)
+    expect(table.size).toBe(4)
   })
 
   it("a link that stops redirecting for its destination or slug leaves a tombstone with its version too", () => {
@@ -106,28 +111,77 @@ describe("the slug table's rows", () => {
     expect(table.size).toBe(1)
   })
 
-  it("an update keeps the link's row and changes what it answers, expiry included", () => {
+  it("an update changes what it answers, expiry included, in place when the new Location fits", () => {
     const table = new SlugTable()
     table.apply(link(7, { expiresAt: 10_000 }))
     const row = table.rowOf("/slug7")
-    table.apply(link(7, { destinationUrl: "https://e.com/moved", utm: { utm_source: "x" }, updatedAt: 1001 }))
+    const bytes = table.arenaBytes
+    // Shorter: the same record.
+    table.apply(link(7, { destinationUrl: "https://e.co/7", updatedAt: 1001 }))
     expect(table.rowOf("/slug7")).toBe(row)
-    expect(table.entryOf("/slug7")).toMatchObject({
+    expect(table.arenaBytes).toBe(bytes)
+    // Longer: the record moves to the arena's end, and the path finds it there.
+    table.apply(link(7, { destinationUrl: "https://e.com/moved", utm: { utm_source: "x" }, updatedAt: 1002 }))
+    expect(table.rowOf("/slug7")).not.toBe(row)
+    expect(table.entryOf("/slug7")).toEqual({
       location: "https://e.com/moved?utm_source=x",
+      linkId: "link_7",
+      accountId: "acc_1",
       expiresAt: Number.POSITIVE_INFINITY
     })
     expect(table.apply(link(7, { expiresAt: 10_000, updatedAt: 1000 }))).toBe(false)
-    expect(table.expiresAt(row)).toBe(Number.POSITIVE_INFINITY)
+    expect(table.expiresAt(table.rowOf("/slug7"))).toBe(Number.POSITIVE_INFINITY)
     expect(table.size).toBe(1)
+    expect(table.rowCount).toBe(1)
   })
 
-  it("grows past its first rows (1024) and keeps every link", () => {
+  it("compacts its arena once moved records are worth it, and every link still answers its latest state", () => {
+    const table = new SlugTable(4096)
+    const count = 300
+    for (let n = 0; n < count; n++) table.apply(link(n))
+    // Each round's Locations are longer than the last: every record moves, again and again.
+    for (let round = 1; round <= 6; round++) {
+      for (let n = 0; n < count; n++) {
+        table.apply(
+          link(n, { destinationUrl: `https://e.com/${"x".repeat(round * 20)}/${n}`, updatedAt: 1000 + round })
+        )
+      }
+      // A tombstone moves too when it is compacted, version and all.
+      if (round === 1) table.apply(link(5, { active: false, updatedAt: 5000 }))
+    }
+    // Without compaction six rounds of moves would take several times the live records' bytes.
+    const live = count * (32 + 8 + 8 + 14 + 120)
+    expect(table.arenaBytes).toBeLessThan(live * 2.5)
+    for (let n = 0; n < count; n++) {
+      if (n === 5) continue
+      expect(table.entryOf(`/slug${n}`)?.location).toBe(`https://e.com/${"x".repeat(120)}/${n}`)
+    }
+    expect(table.has("/slug5")).toBe(false)
+    expect(table.apply(link(5, { updatedAt: 4999 }))).toBe(false)
+    expect(table.size).toBe(count - 1)
+  })
+
+  it("finds nothing for paths it cannot hold byte for byte: too long, not visible ASCII, a prefix or an extension", () => {
+    const table = new SlugTable()
+    table.apply(link(1, { slug: "abcd" }))
+    expect(table.apply(link(2, { slug: "caf\u00e9" }))).toBe(false)
+    expect(table.has("/caf\u00e9")).toBe(false)
+    expect(table.has("/abcd")).toBe(true)
+    expect(table.has("/abc")).toBe(false)
+    expect(table.has("/abcde")).toBe(false)
+    expect(table.has("/ABCD")).toBe(false)
+    expect(table.has(`/abcd${"x".repeat(300)}`)).toBe(false)
+    expect(table.has("/\u0161bcd")).toBe(false)
+    expect(table.rowOf("")).toBe(-1)
+  })
+
+  it("grows past its first slots and bytes and keeps every link", () => {
     const table = new SlugTable()
     const count = 5000
     for (let n = 0; n < count; n++) table.apply(link(n, { accountId: `acc_${String(n % 3)}` }))
     expect(table.size).toBe(count)
     expect(table.rowCount).toBe(count)
-    for (let n = 0; n < count; n += 499) {
+    for (let n = 0; n < count; n++) {
       expect(table.entryOf(`/slug${n}`)).toEqual({
         location: `https://e.com/${n}`,
         linkId: `link_${n}`,
@@ -135,8 +189,6 @@ describe("the slug table's rows", () => {
         expiresAt: Number.POSITIVE_INFINITY
       })
     }
-    expect(table.expiresAt(count - 1)).toBe(Number.POSITIVE_INFINITY)
-    expect(table.accountId(count - 1)).toBe(`acc_${(count - 1) % 3}`)
     expect(table.has("/slug5000")).toBe(false)
     expect(table.rowOf("/nothing")).toBe(-1)
   })
