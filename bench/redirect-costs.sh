@@ -4,9 +4,10 @@
 # measured in ONE run as the server's CPU per request (user + system, from /proc) and req/s:
 #   bare            a fixed 302, any path
 #   address         + the peer's address read per request (uWS allocates an ArrayBuffer)
-#   table-one       + a Map of BENCH_LINKS paths (default 1,000,000), every request /s1
-#   table-random    the same Map, a random path /s1 … /sN per request (the lookup and the
-#                   row's Location string miss the caches)
+#   table-one       + the redirector's slug table of BENCH_LINKS links (default 1,000,000),
+#                   every request /s1
+#   table-random    the same table, a random path /s1 … /sN per request (the index slot and
+#                   the link's record miss the caches)
 #   table+address-one  both parts, every request /s1
 #   table+address   both parts, random paths
 # Every phase sends the same requests as wrk builds them (bench/redirect.lua with

@@ -1,6 +1,6 @@
 /**
  * The request path's table access with a million links and a random path per lookup: the
- * slug table's rows against a map of one object per link (the layout before the rows),
+ * slug table's records against a map of one object per link (the layout before them),
  * CPU time per lookup, five rounds each, interleaved.
  *
  *   node --max-semi-space-size=32 --import tsx bench/slug-table-lookup.ts [COUNT]
@@ -60,7 +60,7 @@ const viaColumns = () => {
 for (let round = 1; round <= 5; round++) {
   for (const [name, run] of [
     ["objects", viaObjects],
-    ["rows", viaColumns]
+    ["records", viaColumns]
   ] as const) {
     const cpu = process.cpuUsage()
     run()

@@ -87,7 +87,7 @@ const otherwise = (
 }
 
 /**
- * The request path: one map lookup (the link's row in the slug table), a few header writes,
+ * The request path: one slug-table lookup (the link's record), a few header writes,
  * one counter and, for a GET, one push into the click buffer. No database, no Effect, no parsing.
  */
 export const makeRedirectHandler = (

@@ -74,7 +74,8 @@ const storablePath = (path: string) => path.length <= MAX_PATH && /^[\x21-\x7e]+
  *   Location is a view of the record's bytes (uWebSockets.js copies it from there).
  * - The **index** is open addressing with linear probing over an Int32Array of slots, each a
  *   path's hash and its record's offset: a probe compares the hash before it reads a record.
- *   The hash is seeded per process, so nobody can choose slugs that collide.
+ *   The hash is seeded per process: which slots slugs land in is not known outside it, so
+ *   nobody can pick custom slugs that pile up in one run of slots.
  * - The link and account ids, which only click capture reads, are strings by link number.
  *
  * A link's slug never changes (UpdateLink takes the URL alone, options are UTM and expiry)
@@ -136,7 +137,7 @@ export class SlugTable {
       if (word === 0) return -1
       if (slots[i * 2] === h) {
         const at = word * 8
-        if (this.i32[(at >> 2) + PATH_LENGTH] === n) {
+        if (this.i32[(at >>> 2) + PATH_LENGTH] === n) {
           let c = 0
           while (c < n && bytes[at + HEAD + c] === path.charCodeAt(c)) c++
           if (c === n) return at
@@ -154,7 +155,7 @@ export class SlugTable {
   rowOf(path: string): number {
     if (path.length > MAX_PATH) return -1
     const at = this.find(path, this.hash(path))
-    return at < 0 || this.f64[at >> 3] === NO_REDIRECT ? -1 : at
+    return at < 0 || this.f64[at >>> 3] === NO_REDIRECT ? -1 : at
   }
 
   /**
@@ -162,21 +163,21 @@ export class SlugTable {
    * ASCII only): a view of the arena, valid until the table changes.
    */
   location(row: number): Uint8Array {
-    const i = row >> 2
+    const i = row >>> 2
     return new Uint8Array(this.buffer, row + HEAD + this.i32[i + PATH_LENGTH]!, this.i32[i + LOCATION_LENGTH]!)
   }
 
   linkId(row: number): string {
-    return this.ids[this.i32[(row >> 2) + LINK]! * 2]!
+    return this.ids[this.i32[(row >>> 2) + LINK]! * 2]!
   }
 
   accountId(row: number): string {
-    return this.ids[this.i32[(row >> 2) + LINK]! * 2 + 1]!
+    return this.ids[this.i32[(row >>> 2) + LINK]! * 2 + 1]!
   }
 
   /** ms since the epoch after which the record's link answers 404; Infinity when it never expires. */
   expiresAt(row: number): number {
-    return this.f64[(row >> 3) + EXPIRES_AT]!
+    return this.f64[(row >>> 3) + EXPIRES_AT]!
   }
 
   has(path: string): boolean {
@@ -214,7 +215,7 @@ export class SlugTable {
     if (!storablePath(path)) return false
     const h = this.hash(path)
     let at = this.find(path, h)
-    if (at >= 0 && state.updatedAt < this.f64[(at >> 3) + UPDATED_AT]!) return false
+    if (at >= 0 && state.updatedAt < this.f64[(at >>> 3) + UPDATED_AT]!) return false
     // Reserved slugs (healthz, readyz, …) are the short host's own paths: never a redirect,
     // even for a row written before its slug was reserved. Checked here, not per request.
     const location =
@@ -226,14 +227,14 @@ export class SlugTable {
       this.ids.push(undefined, undefined)
       at = this.insert(path, h, link, room)
     } else {
-      link = this.i32[(at >> 2) + LINK]!
-      if (this.f64[at >> 3] !== NO_REDIRECT) this.size--
-      if (room > this.i32[(at >> 2) + LOCATION_ROOM]!) at = this.move(path, h, at, room)
+      link = this.i32[(at >>> 2) + LINK]!
+      if (this.f64[at >>> 3] !== NO_REDIRECT) this.size--
+      if (room > this.i32[(at >>> 2) + LOCATION_ROOM]!) at = this.move(path, h, at, room)
     }
-    const i = at >> 2
-    this.f64[(at >> 3) + UPDATED_AT] = state.updatedAt
+    const i = at >>> 2
+    this.f64[(at >>> 3) + UPDATED_AT] = state.updatedAt
     if (location === null) {
-      this.f64[(at >> 3) + EXPIRES_AT] = NO_REDIRECT
+      this.f64[(at >>> 3) + EXPIRES_AT] = NO_REDIRECT
       this.i32[i + LOCATION_LENGTH] = 0
       this.ids[link * 2] = undefined
       this.ids[link * 2 + 1] = undefined
@@ -241,7 +242,7 @@ export class SlugTable {
     }
     this.bytes.write(location, at + HEAD + this.i32[i + PATH_LENGTH]!, "latin1")
     this.i32[i + LOCATION_LENGTH] = location.length
-    this.f64[(at >> 3) + EXPIRES_AT] = state.expiresAt ?? Number.POSITIVE_INFINITY
+    this.f64[(at >>> 3) + EXPIRES_AT] = state.expiresAt ?? Number.POSITIVE_INFINITY
     this.ids[link * 2] = state.id
     this.ids[link * 2 + 1] = this.account(state.accountId)
     this.size++
@@ -275,7 +276,7 @@ export class SlugTable {
   /** The record at `from` again at the arena's end with more room; the index points there. */
   private move(path: string, h: number, from: number, room: number): number {
     // A resize keeps every offset, so `from` still holds the record after `allocate`.
-    const to = this.allocate(path, this.i32[(from >> 2) + LINK]!, room)
+    const to = this.allocate(path, this.i32[(from >>> 2) + LINK]!, room)
     this.moved += this.recordBytes(from)
     this.pointTo(h, from, to)
     if (this.moved >= this.compactAfterBytes && this.moved * 2 >= this.used) return this.compact(to)
@@ -283,7 +284,7 @@ export class SlugTable {
   }
 
   private recordBytes(at: number): number {
-    const i = at >> 2
+    const i = at >>> 2
     return align8(HEAD + this.i32[i + PATH_LENGTH]! + this.i32[i + LOCATION_ROOM]!)
   }
 
@@ -300,8 +301,8 @@ export class SlugTable {
     if (this.used + size > this.buffer.byteLength) this.resize(Math.max(this.buffer.byteLength * 2, this.used + size))
     const at = this.used
     this.used += size
-    const i = at >> 2
-    this.f64[(at >> 3) + EXPIRES_AT] = NO_REDIRECT
+    const i = at >>> 2
+    this.f64[(at >>> 3) + EXPIRES_AT] = NO_REDIRECT
     this.i32[i + LINK] = link
     this.i32[i + PATH_LENGTH] = path.length
     this.i32[i + LOCATION_LENGTH] = 0

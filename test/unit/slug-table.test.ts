@@ -59,7 +59,7 @@ describe("prepared answers in the slug table", () => {
   })
 })
 
-describe("the slug table's rows", () => {
+describe("the slug table's records", () => {
   const link = (n: number, over: Partial<LinkState> = {}): LinkState => ({
     id: `link_${n}`,
     accountId: `acc_${n % 3}`,
