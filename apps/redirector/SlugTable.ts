@@ -59,6 +59,24 @@ const COMPACT_AFTER = 16 << 20
 
 const align8 = (n: number) => (n + 7) & ~7
 
+/** FNV-1a over a path's characters (seeded per table), then its high bits mixed into the low ones, which pick the slot. */
+const FNV_PRIME = 0x01000193
+const finishHash = (h: number) => {
+  h ^= h >>> 16
+  h = Math.imul(h, 0x45d9f3b)
+  return h ^ (h >>> 16)
+}
+/** Puts a record (its path's hash, its offset / 8) in the first empty slot of its run. */
+const place = (slots: Int32Array, mask: number, h: number, word: number) => {
+  let i = h & mask
+  while (slots[i * 2 + 1] !== 0) i = (i + 1) & mask
+  slots[i * 2] = h
+  slots[i * 2 + 1] = word
+}
+
+/** The link number of a record that was moved: garbage until the next compaction. */
+const MOVED = -1
+
 /** A path of visible ASCII no longer than MAX_PATH: what a request line can name byte for byte. */
 const storablePath = (path: string) => path.length <= MAX_PATH && /^[\x21-\x7e]+$/.test(path)
 
@@ -85,7 +103,9 @@ const storablePath = (path: string) => path.length <= MAX_PATH && /^[\x21-\x7e]+
  * record as a tombstone with its version (`updatedAt`): a late event with an older state
  * (replayed after the database load already had a newer one) changes nothing, for a disabled
  * link too. An update whose Location does not fit in its record's room moves the record to the
- * arena's end; the arena is compacted once the moved records' bytes are worth it.
+ * arena's end; the arena is compacted once the moved records' bytes are worth it (a copy of
+ * the records in use: about a quarter of a second per million links, once per that many bytes
+ * of moved records).
  */
 export class SlugTable {
   private buffer = new ArrayBuffer(INITIAL_BYTES)
@@ -119,11 +139,17 @@ export class SlugTable {
 
   private hash(path: string): number {
     let h = this.seed
-    for (let i = 0; i < path.length; i++) h = Math.imul(h ^ path.charCodeAt(i), 0x01000193)
-    // The low bits pick the slot: mix the high ones into them.
-    h ^= h >>> 16
-    h = Math.imul(h, 0x45d9f3b)
-    return h ^ (h >>> 16)
+    for (let i = 0; i < path.length; i++) h = Math.imul(h ^ path.charCodeAt(i), FNV_PRIME)
+    return finishHash(h)
+  }
+
+  /** `hash` of the path a record holds, from its bytes (the same characters: visible ASCII). */
+  private hashOfRecord(at: number): number {
+    const bytes = this.bytes
+    const end = at + HEAD + this.i32[(at >>> 2) + PATH_LENGTH]!
+    let h = this.seed
+    for (let i = at + HEAD; i < end; i++) h = Math.imul(h ^ bytes[i]!, FNV_PRIME)
+    return finishHash(h)
   }
 
   /** The offset of `path`'s record (a tombstone's too), or -1. */
@@ -265,10 +291,7 @@ export class SlugTable {
   private insert(path: string, h: number, link: number, room: number): number {
     if ((this.paths + 1) * 2 > this.mask + 1) this.growIndex()
     const at = this.allocate(path, link, room)
-    let i = h & this.mask
-    while (this.slots[i * 2 + 1] !== 0) i = (i + 1) & this.mask
-    this.slots[i * 2] = h
-    this.slots[i * 2 + 1] = at / 8
+    place(this.slots, this.mask, h, at / 8)
     this.paths++
     return at
   }
@@ -278,6 +301,7 @@ export class SlugTable {
     // A resize keeps every offset, so `from` still holds the record after `allocate`.
     const to = this.allocate(path, this.i32[(from >>> 2) + LINK]!, room)
     this.moved += this.recordBytes(from)
+    this.i32[(from >>> 2) + LINK] = MOVED
     this.pointTo(h, from, to)
     if (this.moved >= this.compactAfterBytes && this.moved * 2 >= this.used) return this.compact(to)
     return to
@@ -331,32 +355,34 @@ export class SlugTable {
     this.slots = new Int32Array(old.length * 2)
     this.mask = this.slots.length / 2 - 1
     for (let j = 0; j < old.length; j += 2) {
-      if (old[j + 1] === 0) continue
-      let i = old[j]! & this.mask
-      while (this.slots[i * 2 + 1] !== 0) i = (i + 1) & this.mask
-      this.slots[i * 2] = old[j]!
-      this.slots[i * 2 + 1] = old[j + 1]!
+      if (old[j + 1] !== 0) place(this.slots, this.mask, old[j]!, old[j + 1]!)
     }
   }
 
-  /** The records in use into a new arena, in index order; says where the record at `at` went. */
+  /**
+   * The records in use into a new arena, in the order they have, and a new index over them
+   * (one pass over the arena, whose reads come in order; the index, smaller, takes the random
+   * ones); says where the record at `at` went.
+   */
   private compact(at: number): number {
     const live = this.used - this.moved
     const buffer = new ArrayBuffer(align8(Math.max(INITIAL_BYTES, live + (live >> 1))))
-    const to = new Uint8Array(buffer)
+    // Copied as int32 words (records are 8-aligned): no view allocated per record.
+    const to = new Int32Array(buffer)
+    const i32 = this.i32
+    const slots = new Int32Array(this.slots.length)
     let used = 8
     let moved = -1
-    for (let j = 0; j < this.slots.length; j += 2) {
-      const word = this.slots[j + 1]!
-      if (word === 0) continue
-      const from = word * 8
-      const size = this.recordBytes(from)
-      to.set(new Uint8Array(this.buffer, from, size), used)
+    for (let from = 8, size = 0; from < this.used; from += size) {
+      size = this.recordBytes(from)
+      if (i32[(from >>> 2) + LINK] === MOVED) continue
+      for (let k = 0, a = from >>> 2, b = used >>> 2, n = size >>> 2; k < n; k++) to[b + k] = i32[a + k]!
+      place(slots, this.mask, this.hashOfRecord(from), used / 8)
       if (from === at) moved = used
-      this.slots[j + 1] = used / 8
       used += size
     }
     this.adopt(buffer)
+    this.slots = slots
     this.used = used
     this.moved = 0
     return moved
