@@ -38,6 +38,34 @@ const createLink = async (url: string) => {
   return r.json.data as { id: string; slug: string }
 }
 
+/**
+ * `clicks` GETs over fresh connections (20 at a time, each a 302), then the link's destination
+ * changed through the API and waited for until 40 fresh connections (HEAD: not clicks) all
+ * answer the new one: the kernel spreads new connections over both listeners, so both have it
+ * (all 40 on one of two would happen once in 2^39). Gives the ms the change took to show.
+ */
+const clicksThenChange = async (url: string, linkId: string, clicks: number, destination: string) => {
+  for (let i = 0; i < clicks; i += 20) {
+    const answers = await Promise.all(Array.from({ length: 20 }, () => request(url)))
+    expect(answers.every((r) => r.status === 302)).toBe(true)
+  }
+  const patched = await call(`${suite.api.api}/links/${linkId}`, {
+    method: "PATCH",
+    key: suite.account.key,
+    body: { url: destination }
+  })
+  expect(patched.status, patched.text).toBe(200)
+  const changedAt = Date.now()
+  await waitFor(
+    async () => {
+      const answers = await Promise.all(Array.from({ length: 40 }, () => request(url, { method: "HEAD" })))
+      return answers.every((r) => r.location === destination)
+    },
+    { timeoutMs: 30_000, intervalMs: 20 }
+  )
+  return Date.now() - changedAt
+}
+
 /** The clicks of a link in clicks.v1, each event counted once by its id (as the projector does). */
 const countedClicks = (linkId: string) =>
   suite.infra.runPromise(
@@ -120,32 +148,12 @@ describe("several redirector processes on one port", () => {
     const port = await freePort()
     const [a, b] = [start(port, { REDIRECTOR_REUSE_PORT: "1" }), start(port, { REDIRECTOR_REUSE_PORT: "1" })]
     await Promise.all([waitReady(a), waitReady(b)])
-    // A connection each: the kernel spreads new connections over both listeners.
     const url = `http://127.0.0.1:${port}/${link.slug}`
     const N = 300
-    for (let i = 0; i < N; i += 20) {
-      const answers = await Promise.all(Array.from({ length: 20 }, () => request(url)))
-      expect(answers.every((r) => r.status === 302)).toBe(true)
-    }
-    const patched = await call(`${suite.api.api}/links/${link.id}`, {
-      method: "PATCH",
-      key: suite.account.key,
-      body: { url: "https://example.com/shared-after" }
-    })
-    expect(patched.status, patched.text).toBe(200)
-    const changedAt = Date.now()
-    // 40 fresh connections answer the new destination: both processes have it (all 40 on
-    // one of two listeners would happen once in 2^39).
-    await waitFor(
-      async () => {
-        const answers = await Promise.all(Array.from({ length: 40 }, () => request(url, { method: "HEAD" })))
-        return answers.every((r) => r.location === "https://example.com/shared-after")
-      },
-      { timeoutMs: 30_000, intervalMs: 20 }
-    )
+    const visibleAfter = await clicksThenChange(url, link.id, N, "https://example.com/shared-after")
     // Reported, not asserted: on this shared, loaded machine the outbox relay and 40 new
     // connections per probe take seconds of their own (the budget of 1 s is for a quiet one).
-    console.info(`change visible on both processes after ${Date.now() - changedAt} ms (40 connections per probe)`)
+    console.info(`change visible on both processes after ${visibleAfter} ms (40 connections per probe)`)
     // One of them stops: the other still serves the port.
     expect(await stop(a)).toBe(0)
     expect((await request(url)).status).toBe(302)
@@ -186,26 +194,8 @@ describe("one redirector process with REDIRECTOR_THREADS=2", () => {
     expect(p.output().match(/"slug table loaded: /g)).toHaveLength(2)
     const url = `http://127.0.0.1:${port}/${link.slug}`
     const N = 300
-    for (let i = 0; i < N; i += 20) {
-      const answers = await Promise.all(Array.from({ length: 20 }, () => request(url)))
-      expect(answers.every((r) => r.status === 302)).toBe(true)
-    }
-    const patched = await call(`${suite.api.api}/links/${link.id}`, {
-      method: "PATCH",
-      key: suite.account.key,
-      body: { url: "https://example.com/threads-after" }
-    })
-    expect(patched.status, patched.text).toBe(200)
-    const changedAt = Date.now()
-    // 40 fresh connections (HEAD: not clicks) answer the new destination: both threads have it.
-    await waitFor(
-      async () => {
-        const answers = await Promise.all(Array.from({ length: 40 }, () => request(url, { method: "HEAD" })))
-        return answers.every((r) => r.location === "https://example.com/threads-after")
-      },
-      { timeoutMs: 30_000, intervalMs: 20 }
-    )
-    console.info(`change visible on both threads after ${Date.now() - changedAt} ms (40 connections per probe)`)
+    const visibleAfter = await clicksThenChange(url, link.id, N, "https://example.com/threads-after")
+    console.info(`change visible on both threads after ${visibleAfter} ms (40 connections per probe)`)
     // Then a burst on kept-alive connections, and SIGTERM right after it.
     const load = burst(url, 16)
     await waitFor(() => load.redirected() >= 1_000, { timeoutMs: 120_000, intervalMs: 5 })
