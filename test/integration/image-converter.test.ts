@@ -451,8 +451,12 @@ describe("conversion worker", () => {
       { message: "the long conversion to end" }
     )
     expect(lapsed, "leases seen lapsed while the conversion ran").toEqual([])
-    expect(Date.now() - firstSeen!).toBeGreaterThan(1_000)
-    expect(leases.size).toBeGreaterThanOrEqual(3)
+    const ran = Date.now() - firstSeen!
+    expect(ran).toBeGreaterThan(1_000)
+    // A 1 s lease that never lapsed over `ran` ms was renewed at least once per second of it
+    // (renewals come every third of a lease; how many the sampling sees depends on the
+    // machine's speed, how many it must see does not).
+    expect(leases.size).toBeGreaterThanOrEqual(1 + Math.floor(ran / 1_000))
     expect(tiers.slice(from)).toEqual(["normal"])
     await expectPublishedWebp(id, accountId, { width: 3500, height: 3500 })
   })
