@@ -451,12 +451,11 @@ describe("conversion worker", () => {
       { message: "the long conversion to end" }
     )
     expect(lapsed, "leases seen lapsed while the conversion ran").toEqual([])
-    const ran = Date.now() - firstSeen!
-    expect(ran).toBeGreaterThan(1_000)
-    // A 1 s lease that never lapsed over `ran` ms was renewed at least once per second of it
-    // (renewals come every third of a lease; how many the sampling sees depends on the
-    // machine's speed, how many it must see does not).
-    expect(leases.size).toBeGreaterThanOrEqual(1 + Math.floor(ran / 1_000))
+    expect(Date.now() - firstSeen!).toBeGreaterThan(1_000)
+    // Renewed: another lease seen. How many the sampling sees depends on how fast this machine
+    // encodes and how often a loaded one gets to sample (twice, CI saw 2 where renewals every
+    // third of the lease would give more); that none lapsed is the assertion above.
+    expect(leases.size).toBeGreaterThanOrEqual(2)
     expect(tiers.slice(from)).toEqual(["normal"])
     await expectPublishedWebp(id, accountId, { width: 3500, height: 3500 })
   })
