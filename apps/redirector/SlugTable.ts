@@ -119,7 +119,6 @@ export class SlugTable {
   /** Per slot two int32: the path's hash and its record's offset / 8 (0: an empty slot). */
   private slots = new Int32Array(INITIAL_SLOTS * 2)
   private mask = INITIAL_SLOTS - 1
-  private paths = 0
   private readonly seed = randomBytes(4).readInt32LE(0) | 1
   /**
    * By link number n: the link's id at 2n and its account's id at 2n + 1 (one cache line for
@@ -224,10 +223,10 @@ export class SlugTable {
 
   /** Paths the table holds a record for, tombstones included. */
   get rowCount(): number {
-    return this.paths
+    return this.ids.length / 2
   }
 
-  /** Bytes of the arena in use, moved records included (bench/slug-table-memory.ts). */
+  /** Bytes of the arena in use, moved records included (bench/slug-table-updates.ts, tests). */
   get arenaBytes(): number {
     return this.used
   }
@@ -289,10 +288,10 @@ export class SlugTable {
 
   /** A new record for `path` at the arena's end, in the index. */
   private insert(path: string, h: number, link: number, room: number): number {
-    if ((this.paths + 1) * 2 > this.mask + 1) this.growIndex()
+    // Called after the path's ids were pushed: ids.length / 2 counts it already.
+    if (this.ids.length > this.mask + 1) this.growIndex()
     const at = this.allocate(path, link, room)
     place(this.slots, this.mask, h, at / 8)
-    this.paths++
     return at
   }
 
