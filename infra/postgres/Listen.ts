@@ -13,8 +13,8 @@ const oneAtATime = Effect.unsafeMakeSemaphore(1)
 
 /**
  * LISTENs on a channel for as long as the scope lives (re-listening after a failure) and
- * returns once notifications arrive, so that none sent after it returns is missed. Gives up
- * waiting after about two seconds: the callers poll as well. `onLost` runs whenever the
+ * returns once notifications arrive, so that none sent after it returns is missed: true. Gives
+ * up waiting after about two seconds (false, with a warning): the callers poll as well. `onLost` runs whenever the
  * listening connection was lost (notifications may have been missed meanwhile).
  */
 export const listenInBackground = (
@@ -38,13 +38,17 @@ export const listenInBackground = (
         Effect.forkDaemon
       )
       yield* Scope.addFinalizer(scope, oneAtATime.withPermits(1)(Fiber.interrupt(fiber)))
-      yield* sql
-        .notify(channel, probe)
-        .pipe(
-          Effect.ignore,
-          Effect.zipRight(Deferred.await(ready).pipe(Effect.timeoutOption(100))),
-          Effect.repeat({ until: Option.isSome, times: 20 })
-        )
+      // pg_notify, not sql.notify: @effect/sql-pg 0.53 sends `NOTIFY channel, $1`, which
+      // PostgreSQL refuses (a payload must be a literal), so every probe failed and each
+      // LISTEN waited the whole two seconds.
+      const confirmed = yield* sql`SELECT pg_notify(${channel}, ${probe})`.pipe(
+        Effect.ignore,
+        Effect.zipRight(Deferred.await(ready).pipe(Effect.timeoutOption(100))),
+        Effect.repeat({ until: Option.isSome, times: 20 }),
+        Effect.map(Option.isSome)
+      )
+      if (!confirmed) yield* Effect.logWarning(`LISTEN ${channel} not confirmed within 2 s; polling meanwhile`)
+      return confirmed
     })
   )
 
