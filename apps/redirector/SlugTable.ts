@@ -57,6 +57,11 @@ const INITIAL_SLOTS = 1 << 10
 /** Bytes of moved records (older versions of a grown Location) worth a compaction. */
 const COMPACT_AFTER = 16 << 20
 
+/** Arena bytes a reservation gives each path: a record with a Location of ~60 characters. */
+const RESERVE_BYTES_PER_PATH = 128
+/** Paths a reservation holds at most (a wrong estimate must not ask for gigabytes). */
+const MAX_RESERVE = 1 << 24
+
 const align8 = (n: number) => (n + 7) & ~7
 
 /** FNV-1a over a path's characters (seeded per table), then its high bits mixed into the low ones, which pick the slot. */
@@ -226,6 +231,18 @@ export class SlugTable {
     return this.ids.length / 2
   }
 
+  /**
+   * Room for `paths` paths before the index grows, and `bytesPerPath` of arena each before it
+   * does: a load that knows its size roughly copies nothing as it goes. Pages of the arena not
+   * yet written take no memory, so a generous guess costs little.
+   */
+  reserve(paths: number, bytesPerPath = RESERVE_BYTES_PER_PATH) {
+    const n = Math.min(Math.max(0, Math.floor(paths)), MAX_RESERVE)
+    if (this.mask + 1 < 2 * n) this.growIndex(2 ** Math.ceil(Math.log2(2 * n)))
+    const bytes = align8(n * bytesPerPath)
+    if (bytes > this.buffer.byteLength) this.resize(bytes)
+  }
+
   /** Bytes of the arena in use, moved records included (bench/slug-table-updates.ts, tests). */
   get arenaBytes(): number {
     return this.used
@@ -348,10 +365,10 @@ export class SlugTable {
     this.i32 = new Int32Array(buffer)
   }
 
-  /** Twice the slots, every record indexed again (by the hash its slot kept). */
-  private growIndex() {
+  /** Twice the slots (or `slots`), every record indexed again (by the hash its slot kept). */
+  private growIndex(slots = (this.mask + 1) << 1) {
     const old = this.slots
-    this.slots = new Int32Array(old.length * 2)
+    this.slots = new Int32Array(slots * 2)
     this.mask = this.slots.length / 2 - 1
     for (let j = 0; j < old.length; j += 2) {
       if (old[j + 1] !== 0) place(this.slots, this.mask, old[j]!, old[j + 1]!)
@@ -426,13 +443,15 @@ const LOAD_BATCH = 10_000
  * loading (a million links: one batch of rows at a time beside the table).
  */
 export const loadLinks = (table: SlugTable) =>
-  Effect.flatMap(LinkRepo, (links) =>
-    links.forEachSnapshot(LOAD_BATCH, (rows) =>
+  Effect.gen(function* () {
+    const links = yield* LinkRepo
+    table.reserve(yield* links.estimatedCount)
+    return yield* links.forEachSnapshot(LOAD_BATCH, (rows) =>
       Effect.sync(() => {
         for (const row of rows) table.apply(row)
       })
     )
-  )
+  })
 
 /**
  * Fills the table so that no change is missed: the log's end offsets first, then every link

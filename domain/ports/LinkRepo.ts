@@ -50,6 +50,8 @@ export interface LinkRepoShape {
     batchSize: number,
     f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
   ) => Effect.Effect<number, DatabaseError | E, R>
+  /** About how many links there are, from the database's statistics (no scan; 0 when it has none or fails): a hint. */
+  readonly estimatedCount: Effect.Effect<number>
 }
 
 /** Short links, as the model (domain/Link.ts). Every call runs in the caller's transaction. */

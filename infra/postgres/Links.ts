@@ -218,6 +218,13 @@ const make = Effect.gen(function* () {
     f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
   ) => forEachLinkSnapshot(sql, batchSize, f)
 
+  // reltuples is -1 for a table never vacuumed or analyzed. Only a hint: 0 if it cannot be read.
+  const estimatedCount = sql<{ n: number }>`
+    SELECT GREATEST(reltuples, 0)::float8 AS n FROM pg_class WHERE oid = 'links'::regclass`.pipe(
+    Effect.map((rows) => rows[0]?.n ?? 0),
+    Effect.orElseSucceed(() => 0)
+  )
+
   return LinkRepo.of({
     insert,
     find,
@@ -227,7 +234,8 @@ const make = Effect.gen(function* () {
     disable,
     search,
     streamAll,
-    forEachSnapshot
+    forEachSnapshot,
+    estimatedCount
   })
 })
 

@@ -101,7 +101,8 @@ const makeLinkRepo = (state: MemoryState) => {
         }))
         for (let i = 0; i < all.length; i += batchSize) yield* f(all.slice(i, i + batchSize))
         return all.length
-      })
+      }),
+    estimatedCount: Effect.sync(() => state.links.size)
   })
 }
 

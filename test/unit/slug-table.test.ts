@@ -192,6 +192,19 @@ describe("the slug table's records", () => {
     expect(table.has("/slug5000")).toBe(false)
     expect(table.rowOf("/nothing")).toBe(-1)
   })
+
+  it("a reservation made with links in it keeps them, and takes many more; an absurd estimate is capped", () => {
+    const table = new SlugTable()
+    for (let n = 0; n < 100; n++) table.apply(link(n))
+    table.reserve(20_000, 64)
+    // Smaller than what it holds: nothing to do.
+    table.reserve(10)
+    for (let n = 100; n < 20_000; n++) table.apply(link(n))
+    for (const n of [0, 99, 100, 12_345, 19_999]) expect(table.entryOf(`/slug${n}`)?.linkId).toBe(`link_${n}`)
+    expect(table.size).toBe(20_000)
+    // Capped at 2^24 paths, not 10^12 (which would throw: no such ArrayBuffer).
+    expect(() => new SlugTable().reserve(1e12, 1)).not.toThrow()
+  })
 })
 
 describe("the slug table against a plain model", () => {
