@@ -59,8 +59,9 @@ const COMPACT_AFTER = 16 << 20
 
 /** Arena bytes a reservation gives each path: a record with a Location of ~60 characters. */
 const RESERVE_BYTES_PER_PATH = 128
-/** Paths a reservation holds at most (a wrong estimate must not ask for gigabytes). */
+/** Paths and arena bytes a reservation asks for at most: a wrong estimate must not ask for gigabytes. */
 const MAX_RESERVE = 1 << 24
+const MAX_RESERVE_BYTES = 1 << 30
 
 const align8 = (n: number) => (n + 7) & ~7
 
@@ -239,7 +240,7 @@ export class SlugTable {
   reserve(paths: number, bytesPerPath = RESERVE_BYTES_PER_PATH) {
     const n = Math.min(Math.max(0, Math.floor(paths)), MAX_RESERVE)
     if (this.mask + 1 < 2 * n) this.growIndex(2 ** Math.ceil(Math.log2(2 * n)))
-    const bytes = align8(n * bytesPerPath)
+    const bytes = Math.min(align8(n * bytesPerPath), MAX_RESERVE_BYTES)
     if (bytes > this.buffer.byteLength) this.resize(bytes)
   }
 

@@ -13,9 +13,10 @@ const oneAtATime = Effect.unsafeMakeSemaphore(1)
 
 /**
  * LISTENs on a channel for as long as the scope lives (re-listening after a failure) and
- * returns once notifications arrive, so that none sent after it returns is missed: true. Gives
- * up waiting after about two seconds (false, with a warning): the callers poll as well. `onLost` runs whenever the
- * listening connection was lost (notifications may have been missed meanwhile).
+ * returns true once notifications arrive, so that none sent after it returns is missed. Gives
+ * up waiting after about two seconds (false, with a warning): the callers poll as well.
+ * `onLost` runs whenever the listening connection was lost (notifications may have been
+ * missed meanwhile).
  */
 export const listenInBackground = (
   sql: PgClient.PgClient,
