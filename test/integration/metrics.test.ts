@@ -16,8 +16,22 @@ const sample = (text: string, series: string): number | undefined => {
   return line === undefined ? undefined : Number(line.slice(series.length + 1))
 }
 
+/**
+ * The series this test reads: the registry is the process's (Effect's), and the suites share
+ * one process (vitest.config.ts: no isolation), so each is read as the change over the test.
+ */
+const SERIES = [
+  'http_requests_total{method="POST",route="/v1/links",status="201"}',
+  'http_requests_total{method="GET",route="/v1/links/:id",status="200"}',
+  'http_requests_total{method="GET",route="/v1/links/:id",status="404"}',
+  'http_requests_total{method="GET",route="unmatched",status="404"}',
+  'http_request_duration_seconds_count{method="GET",route="/v1/links/:id",status="200"}',
+  'http_request_duration_seconds_bucket{method="GET",route="/v1/links/:id",status="200",le="+Inf"}'
+] as const
+
 describe("GET /metrics", () => {
   it("counts API requests by method, route template and status, with latency; not health or documents", async () => {
+    const before = (await call(`${t.baseUrl}/metrics`)).text
     const created = await call<{ data: { id: string } }>(`${t.api}/links`, {
       method: "POST",
       key: acct.key,
@@ -38,14 +52,9 @@ describe("GET /metrics", () => {
     const text = r.text
     expect(text).toContain("# TYPE http_requests_total counter")
     expect(text).toContain("# TYPE http_request_duration_seconds histogram")
-    expect(sample(text, 'http_requests_total{method="POST",route="/v1/links",status="201"}')).toBe(1)
-    expect(sample(text, 'http_requests_total{method="GET",route="/v1/links/:id",status="200"}')).toBe(3)
-    expect(sample(text, 'http_requests_total{method="GET",route="/v1/links/:id",status="404"}')).toBe(1)
-    expect(sample(text, 'http_requests_total{method="GET",route="unmatched",status="404"}')).toBe(1)
-    expect(sample(text, 'http_request_duration_seconds_count{method="GET",route="/v1/links/:id",status="200"}')).toBe(3)
-    expect(
-      sample(text, 'http_request_duration_seconds_bucket{method="GET",route="/v1/links/:id",status="200",le="+Inf"}')
-    ).toBe(3)
+    // Present after the requests; absent before reads as 0.
+    const counted = SERIES.map((series) => (sample(text, series) ?? Number.NaN) - (sample(before, series) ?? 0))
+    expect(counted).toEqual([1, 3, 1, 1, 3, 3])
     // No series for the system routes, and no id in any label.
     expect(text).not.toMatch(/healthz|openapi|metrics"/)
     expect(text).not.toContain(id)
