@@ -86,7 +86,7 @@ class UwsExchange implements HttpExchange {
     return ipText(new Uint8Array(this.res.getRemoteAddress()))
   }
   remoteAddressRaw(): ArrayBuffer {
-    // A getpeername(2) per call: uWebSockets.js keeps no address per connection.
+    // A getpeername(2) and a new ArrayBuffer per call: uWebSockets.js keeps no address per connection.
     return this.res.getRemoteAddress()
   }
   writeStatus(code: number): this {
