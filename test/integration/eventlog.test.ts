@@ -1,4 +1,4 @@
-import { Deferred, Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime, Schema, Scope } from "effect"
+import { Deferred, Effect, Exit, Layer, Logger, LogLevel, ManagedRuntime, Metric, Schema, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   type Batch,
@@ -8,6 +8,7 @@ import {
   type OutgoingRecord,
   type PartitionOffset
 } from "../../domain/EventLog.js"
+import { consumerLag } from "../../infra/eventlog/Shared.js"
 import { createTestDatabase, dropTestDatabase } from "../support/database.js"
 import { embeddedEventLogLayer, kafkaEventLogLayer, testKafkaBrokers, uniqueTopic } from "../support/eventlog.js"
 import { waitFor } from "../support/waitFor.js"
@@ -166,6 +167,29 @@ const eventLogSuite = (name: string, setup: () => Promise<Setup>) =>
       await waitFor(() => seen.size === 220, { message: "20 more" })
       await again.stop()
       expect([...seen.values()].every((n) => n === 1)).toBe(true)
+    })
+
+    it("the consumer lag gauge counts the records the group has not consumed, and comes back to 0", async () => {
+      const topic = uniqueTopic()
+      const group = uniqueTopic("group")
+      const l = await log()
+      const lag = consumerLag(group, topic)
+      await run(l.publish(topic, messages("lag", 200)))
+      // What /metrics would show as each batch arrives (small batches: several per partition).
+      const seenByHandler: Array<number> = []
+      const consumed = new Set<string>()
+      const handler = (batch: Batch<Msg>) =>
+        Effect.map(Metric.value(lag), (state) => {
+          seenByHandler.push(state.value)
+          for (const { event } of batch.events) consumed.add(event.id)
+        })
+      const member = await start(rt, l.subscribe({ group, topic, maxBatch: 10 }, Msg, handler))
+      await waitFor(() => consumed.size === 200, { message: "200 messages" })
+      // The embedded log sweeps every 500 ms at most when idle; Kafka sets it after each commit.
+      await waitFor(async () => (await run(Metric.value(lag))).value === 0, { message: "the lag gauge at 0" })
+      await member.stop()
+      expect(Math.max(...seenByHandler)).toBeGreaterThan(0)
+      expect(Math.max(...seenByHandler)).toBeLessThanOrEqual(200)
     })
 
     it("a handler failure redelivers the same messages and the offset does not move until it succeeds", async () => {
