@@ -51,45 +51,6 @@ const decodeRecords = Schema.decodeUnknown(Schema.Array(LinkRecordFromRow))
 const firstLink = (rows: ReadonlyArray<unknown>) =>
   rows.length === 0 ? Effect.succeedNone : Effect.asSome(decodeLink(rows[0]))
 
-interface LinkRow {
-  readonly seq: string
-  readonly id: string
-  readonly account_id: string
-  readonly slug: string
-  readonly destination_url: string
-  readonly status: LinkStatus
-  readonly utm: typeof Utm.Encoded | null
-  readonly expires_at: Date | null
-  readonly created_at: Date
-  readonly updated_at: Date
-}
-
-/**
- * The same mapping as LinkRecordFromRow, without validating: for the load of every link at
- * the redirector's start, where decoding each row through the schema costs ~18 µs a link
- * (a million links: 18 s more before the first redirect). The rows were written through the
- * model; a test holds this mapping equal to the schema's.
- */
-export const recordOfTrustedRow = (row: LinkRow): LinkRecord =>
-  new LinkRecord(
-    {
-      seq: BigInt(row.seq),
-      id: row.id as LinkId,
-      accountId: row.account_id as AccountId,
-      slug: row.slug,
-      destinationUrl: row.destination_url,
-      status: row.status,
-      utm: row.utm,
-      expiresAt: row.expires_at,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at
-    },
-    true
-  )
-
-/** The checked mapping of a row, for the test that holds `recordOfTrustedRow` to it. */
-export const decodeLinkRecordRow = Schema.decodeUnknown(LinkRecordFromRow)
-
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 /** One page of an account's links, newest first, filtered. */

@@ -4,10 +4,9 @@ import { toApiLink } from "../../apps/api/Links/Api.js"
 import { AccountId } from "../../domain/Account.js"
 import { LinkEvent, LinkEventData } from "../../domain/Events.js"
 import { ImageId } from "../../domain/Image.js"
-import { isLinkId, Link, LinkId, LinkRecord } from "../../domain/Link.js"
+import { isLinkId, Link, LinkId } from "../../domain/Link.js"
 import { LinkEventPayload } from "../../domain/LinkEventPayload.js"
 import { Outbox } from "../../domain/ports/Outbox.js"
-import { decodeLinkRecordRow, recordOfTrustedRow } from "../../infra/postgres/Links.js"
 import { memoryPorts } from "../support/memoryPorts.js"
 
 const link = new Link({
@@ -89,43 +88,4 @@ describe("the Link model", () => {
       expect(state.events).toHaveLength(1)
     }).pipe(Effect.provide(layer))
   })
-})
-
-describe("the slug table's load mapping", () => {
-  it.effect("builds from a row the same record as decoding the row through the schema", () =>
-    Effect.gen(function* () {
-      const rows = [
-        {
-          seq: "42",
-          id: "link_7kQ2pX9vLm3nR8sT1wY4zA",
-          account_id: "acct_3fG7hJ2kL9mN4pQ8rS1tV6",
-          slug: "launch",
-          destination_url: "https://example.com/a?b=c",
-          status: "active" as const,
-          utm: { utm_source: "news", utm_medium: "mail" },
-          expires_at: new Date("2025-04-01T00:00:00.000Z"),
-          created_at: new Date("2025-03-10T12:00:00.000Z"),
-          updated_at: new Date("2025-03-10T12:30:00.123Z")
-        },
-        {
-          seq: "9007199254740993",
-          id: "link_b",
-          account_id: "acct_c",
-          slug: "abcd_-9",
-          destination_url: "http://[::1]:9/x",
-          status: "disabled" as const,
-          utm: null,
-          expires_at: null,
-          created_at: new Date(0),
-          updated_at: new Date(1)
-        }
-      ]
-      for (const row of rows) {
-        const checked = yield* decodeLinkRecordRow(row)
-        const trusted = recordOfTrustedRow(row)
-        expect(trusted).toBeInstanceOf(LinkRecord)
-        expect({ ...trusted }).toStrictEqual({ ...checked })
-      }
-    })
-  )
 })
