@@ -167,13 +167,21 @@ export const makeHostRouting = (
     return true
   }
   const isCanonical = (name: string) => name === "" || name === canonicalName || isLoopbackHost(name)
+  // The last other Host header and its name: a custom domain's requests come in runs too.
+  let lastOther: string | undefined
+  let lastOtherName = ""
   const divert = (ex: HttpExchange): boolean => {
     const header = ex.header("host")
     if (header === lastCanonical) return false
-    const name = hostOfHeader(header)
-    if (isCanonical(name)) {
-      lastCanonical = header
-      return false
+    let name = lastOtherName
+    if (header !== lastOther) {
+      name = hostOfHeader(header)
+      if (isCanonical(name)) {
+        lastCanonical = header
+        return false
+      }
+      lastOther = header
+      lastOtherName = name
     }
     const path = ex.path
     const accountId = hosts.accountOf(name)

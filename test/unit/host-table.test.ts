@@ -99,4 +99,21 @@ describe("Host routing", () => {
     expect(routing.divert(exchange("evil.example.net", "/healthz").ex)).toBe(false)
     expect(routing.divert(exchange("evil.example.net", "/.well-known/tls-ask").ex)).toBe(false)
   })
+
+  it("answers a run of one custom Host as its first request, and follows the table between them", () => {
+    // The last other Host is remembered: the same header again, with other hosts in between,
+    // and after its domain is removed and verified again.
+    const table = new HostTable()
+    table.apply(state("dom_a", "acct_a", "go.example.org", true, 1))
+    const own = makeHostRouting(table, slugs, "https://sho.rt", "NOT FOUND")
+    const divert = (host: string, path: string) => own.divert(exchange(host, path).ex)
+    expect([divert("go.example.org", "/mine"), divert("go.example.org", "/theirs")]).toEqual([false, true])
+    expect([divert("sho.rt", "/theirs"), divert("go.example.org", "/mine")]).toEqual([false, false])
+    expect([divert("evil.example.net", "/mine"), divert("go.example.org", "/mine")]).toEqual([true, false])
+    table.apply(state("dom_a", "acct_a", "go.example.org", false, 2))
+    expect(divert("go.example.org", "/mine")).toBe(true)
+    table.apply(state("dom_c", "acct_b", "go.example.org", true, 3))
+    expect([divert("go.example.org", "/mine"), divert("go.example.org", "/theirs")]).toEqual([true, false])
+    expect(divert("", "/theirs")).toBe(false)
+  })
 })
