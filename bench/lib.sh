@@ -109,9 +109,14 @@ tree_pids() {
 
 # tree_ticks PID: CPU time (clock ticks, user + system) used so far by PID and every process
 # under it.
-tree_ticks() {
+# shellcheck disable=SC2046 # one word per pid
+tree_ticks() { ticks_of $(tree_pids "$1"); }
+
+# ticks_of PID...: CPU time (clock ticks, user + system, all threads) used so far by these
+# processes alone (0 for one that is gone).
+ticks_of() {
   local p total=0 t
-  for p in $(tree_pids "$1"); do
+  for p in "$@"; do
     t=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk '{ print $12 + $13 }') || continue
     total=$((total + ${t:-0}))
   done

@@ -29,7 +29,16 @@
 # each phase the script waits until its processes are quiet (< 10% of a core), so that a
 # phase does not pay for the clicks of the phase before (the capture phase leaves hundreds
 # of thousands of clicks to project, and the nocapture phase came right after it: that is
-# what moved capture-off between 0.81 and 1.0 of bare).
+# what moved capture-off between 0.81 and 1.0 of bare). During each measured run the
+# service's own process (the click projector; its PostgreSQL, which takes the capture
+# redirector's clicks, runs on) and the two servers not measured are stopped (SIGSTOP, then
+# SIGCONT): running, they took 0.5-4 us (the service) and 0.3-0.8 us (the idle servers) of CPU
+# per request from the two cores wrk and the server share.
+# Each phase prints where the machine's CPU went, per request: the server's own (all its
+# threads), the service's, the idle servers', and the rest (wrk and the kernel's share not
+# charged to a process; it grows to fill its core, so it is larger per request when the
+# server is slower). The server's own CPU per request is the figure to compare: the
+# throughput ratio follows it, and a slow spell of the machine raises every phase's.
 #
 # The three throughput phases run BENCH_ROUNDS times (default 3), interleaved (bare, capture,
 # nocapture, bare, ...): each phase reports its median round's req/s and p99, and each ratio
@@ -47,7 +56,10 @@
 #   {"bare_rps", "capture_rps", "nocapture_rps", "capture_ratio", "nocapture_ratio",
 #    "capture_p99_ms", "clicks_sent", "clicks_counted", "custom_ratio" (null when skipped),
 #    "metrics_captured" (the counting run's clicks by the capture redirector's /metrics),
-#    "metrics_captured_total", "metrics_published_total" (all its clicks, captured and published)}
+#    "metrics_captured_total", "metrics_published_total" (all its clicks, captured and published),
+#    "bare_cpu_us", "capture_cpu_us", "nocapture_cpu_us" (the server's own CPU per request, median
+#    of the rounds), "capture_cpu_ratio", "nocapture_cpu_ratio" (bare's over each, median of the
+#    rounds' own: the throughput ratio if the server alone set the pace)}
 # and in the crash mode {"kills", "redirected", "sent", "counted", "lost", "lost_ratio"}.
 set -euo pipefail
 MODE=throughput
@@ -68,12 +80,14 @@ BENCH_NAME=bench/redirect.sh
 bench_start 20 3 shortlinks-bench
 DRAIN_TIMEOUT=${BENCH_DRAIN_TIMEOUT:-120}
 [ "$DURATION" -ge 4 ] || die "BENCH_DURATION must be at least 4 (seconds)"
-ALL_PID="" BARE_PID="" CAP_PID="" NOCAP_PID=""
+ALL_PID="" BARE_PID="" CAP_PID="" NOCAP_PID="" STOPPED=""
 
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
   stop_pid "$WRK_PID" 5
+  # shellcheck disable=SC2086 # one word per pid
+  [ -z "$STOPPED" ] || kill -CONT $STOPPED 2>/dev/null || true
   stop_pid "$BARE_PID" 10
   stop_pid "$CAP_PID" 30
   stop_pid "$NOCAP_PID" 30
@@ -191,14 +205,37 @@ run_phase() {
   quiet_service "$ALL_PID"
   # The counting run: the capture redirector's own counters before it (its warm-up included).
   if [ "$name" = count ]; then CAPTURED_BEFORE=$(scrape "$port" redirector_clicks_captured_total); fi
+  # Where the machine's CPU goes during the run (see "Isolation" above): the server measured,
+  # the service, the two servers not measured, and the rest (wrk and the kernel's share).
+  local server_pid pid others="" t0_server t0_service t0_others t0_busy
+  case $port in "$BARE_PORT") server_pid=$BARE_PID ;; "$CAP_PORT") server_pid=$CAP_PID ;; *) server_pid=$NOCAP_PID ;; esac
+  for pid in "$BARE_PID" "$CAP_PID" "$NOCAP_PID"; do [ "$pid" = "$server_pid" ] || others="$others $pid"; done
+  # The service's own process (the click projector: its PostgreSQL, which takes the capture
+  # redirector's clicks, runs on) and the two servers not measured are stopped meanwhile.
+  STOPPED="$ALL_PID$others"
+  # shellcheck disable=SC2086 # one word per pid
+  kill -STOP $STOPPED
+  t0_server=$(tree_ticks "$server_pid") t0_service=$(tree_ticks "$ALL_PID") t0_others=$(ticks_of $others) t0_busy=$(busy_ticks)
   BENCH_PATH=$path BENCH_GET_SECONDS=$get_seconds run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" \
     --latency -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk $name failed: $(cat "$out")"
+  # shellcheck disable=SC2086
+  kill -CONT $STOPPED
+  STOPPED=""
+  local cpu="\"server_ticks\":$(($(tree_ticks "$server_pid") - t0_server)),\"service_ticks\":$(($(tree_ticks "$ALL_PID") - t0_service))"
+  cpu="$cpu,\"others_ticks\":$(($(ticks_of $others) - t0_others)),\"busy_ticks\":$(($(busy_ticks) - t0_busy)),\"hz\":$HZ"
   line=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
   [ -n "$line" ] || die "wrk $name printed no result: $(cat "$out")"
+  line="${line%\}},$cpu}"
   node -e '
     const [name, json] = process.argv.slice(1)
     const r = JSON.parse(json)
+    const us = (ticks) => ((ticks / r.hz) * 1e6 / r.requests).toFixed(2)
+    // A process of the service that ends during the run (a PostgreSQL backend) takes its ticks
+    // along: its share then reads low (shown as 0), and the rest high.
+    const service = Math.max(0, r.service_ticks)
+    const rest = r.busy_ticks - r.server_ticks - service - r.others_ticks
     console.log(`${name.padEnd(9)} ${r.rps.toFixed(1).padStart(9)} req/s   p50 ${r.p50_ms.toFixed(2)} ms   p99 ${r.p99_ms.toFixed(2)} ms   (${r.gets} GET + ${r.heads} HEAD in ${r.duration_s.toFixed(1)} s, errors: status ${r.non3xx}, socket ${r.socket_errors})`)
+    console.log(`          CPU per request: server ${us(r.server_ticks)} us (${(r.server_ticks / r.hz / r.duration_s).toFixed(2)} of a core), service ${us(service)} us, idle servers ${us(r.others_ticks)} us, rest (wrk) ${us(rest)} us; machine busy ${(r.busy_ticks / r.hz / r.duration_s).toFixed(2)} cores`)
     if (r.requests === 0 || r.non3xx + r.socket_errors > 0) process.exit(1)' "$name" "$line" ||
     die "phase $name had errors (see $out)"
   printf -v "RESULT_$name" '%s' "$line"
@@ -306,12 +343,21 @@ node -e '
   const customRatio = ru.length > 0 ? median(customRatios) : null
   if (customRatio !== null) console.log(`custom host: custom/capture per round ${list(customRatios)}; median ${customRatio.toFixed(3)} (target >= 0.90)`)
   console.log(`ratios (median of the rounds): capture/bare ${captureRatio.toFixed(3)} (target >= 0.70), nocapture/bare ${nocaptureRatio.toFixed(3)} (target >= 0.90); clicks ${counted === sent ? "exact" : "MISMATCH"}`)
+  // Each server: its own CPU per request (all its threads), and bare over each: the throughput
+  // ratio if the server alone set the pace (here wrk shares the two cores with it).
+  const cpuUs = (r) => (r.server_ticks / r.hz) * 1e6 / r.requests
+  const cpu = { bare: median(rb.map(cpuUs)), capture: median(rc.map(cpuUs)), nocapture: median(rn.map(cpuUs)) }
+  const captureCpuRatio = median(rb.map((r, i) => cpuUs(r) / cpuUs(rc[i])))
+  const nocaptureCpuRatio = median(rb.map((r, i) => cpuUs(r) / cpuUs(rn[i])))
+  console.log(`server CPU per request (median): bare ${cpu.bare.toFixed(2)} us, capture ${cpu.capture.toFixed(2)} us, nocapture ${cpu.nocapture.toFixed(2)} us; bare/capture ${captureCpuRatio.toFixed(3)}, bare/nocapture ${nocaptureCpuRatio.toFixed(3)}`)
   console.log(JSON.stringify({
     bare_rps: round(b.rps, 1), capture_rps: round(c.rps, 1), nocapture_rps: round(n.rps, 1),
     capture_ratio: round(captureRatio, 4), nocapture_ratio: round(nocaptureRatio, 4),
     capture_p99_ms: round(c.p99_ms, 3), clicks_sent: sent, clicks_counted: counted,
     custom_ratio: customRatio === null ? null : round(customRatio, 4),
-    metrics_captured: metricsCaptured, metrics_captured_total: capturedTotal, metrics_published_total: publishedTotal
+    metrics_captured: metricsCaptured, metrics_captured_total: capturedTotal, metrics_published_total: publishedTotal,
+    bare_cpu_us: round(cpu.bare, 2), capture_cpu_us: round(cpu.capture, 2), nocapture_cpu_us: round(cpu.nocapture, 2),
+    capture_cpu_ratio: round(captureCpuRatio, 4), nocapture_cpu_ratio: round(nocaptureCpuRatio, 4)
   }))
 ' "$RESULT_bare" "$RESULT_capture" "$RESULT_nocapture" "[$(IFS=,; echo "${RUNS_bare[*]}")]" \
   "[$(IFS=,; echo "${RUNS_capture[*]}")]" "[$(IFS=,; echo "${RUNS_nocapture[*]}")]" "$CLICKS_SENT" "$COUNTED" \
