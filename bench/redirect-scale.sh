@@ -13,7 +13,7 @@
 #     the rest of the machine (wrk, the kernel's loopback).
 # Only the redirectors are measured: the service's own process (API, workers, chDB) is stopped
 # once the links are seeded, and its PostgreSQL, which takes the clicks, runs niced (bench/lib.sh
-# deprioritize). The exact click counts through the projector are bench/redirect.sh's check.
+# deprioritize); the two servers not measured are stopped during each phase. The exact click counts through the projector are bench/redirect.sh's check.
 #
 #   bash bench/redirect-scale.sh          (or: npm run bench:redirect-scale)
 #
@@ -33,12 +33,14 @@ BENCH_NAME=bench/redirect-scale.sh
 bench_start 15 2 shortlinks-bench-scale
 LINKS=${BENCH_LINKS:-1000000}
 [[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
-ALL_PID="" BARE_PID="" ONE_PID="" SCALE_PID="" SERVICE_STOPPED=""
+ALL_PID="" BARE_PID="" ONE_PID="" SCALE_PID="" SERVICE_STOPPED="" STOPPED=""
 
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
   stop_pid "$WRK_PID" 5
+  # shellcheck disable=SC2086 # one word per pid
+  [ -z "$STOPPED" ] || kill -CONT $STOPPED 2>/dev/null || true
   stop_pid "$BARE_PID" 10
   stop_pid "$ONE_PID" 30
   stop_pid "$SCALE_PID" 30
@@ -138,8 +140,16 @@ for ((round = 1; round <= ROUNDS; round++)); do
     esac
     quiet_service "$ALL_PID" # its PostgreSQL: the service's own process is stopped
     [ "$WARMUP" -gt 0 ] && phase "$name" "$port" "$n" "$WARMUP" "$TMP/warm.txt"
+    # The two servers not measured are stopped meanwhile (bench/redirect.sh does the same).
+    STOPPED=""
+    for other in "$BARE_PID" "$ONE_PID" "$SCALE_PID"; do [ "$other" = "$pid" ] || STOPPED="$STOPPED $other"; done
+    # shellcheck disable=SC2086 # one word per pid
+    kill -STOP $STOPPED
     server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
     phase "$name" "$port" "$n" "$DURATION"
+    # shellcheck disable=SC2086
+    kill -CONT $STOPPED
+    STOPPED=""
     server_ticks=$(($(tree_ticks "$pid") - server_before)) service_ticks=$(($(tree_ticks "$ALL_PID") - service_before))
     busy=$(($(busy_ticks) - busy_before))
     r=$(grep '^WRK_RESULT ' "$TMP/wrk-$name.txt" | tail -n 1 | cut -d' ' -f2-)
