@@ -40,12 +40,17 @@
 # server is slower). The server's own CPU per request is the figure to compare: the
 # throughput ratio follows it, and a slow spell of the machine raises every phase's.
 #
-# The three throughput phases run BENCH_ROUNDS times (default 3), interleaved (bare, capture,
-# nocapture, bare, ...): each phase reports its median round's req/s and p99, and each ratio
-# is the median over the rounds of the ratio within the round. The machines are shared, and
-# one phase alone can land in a slow spell.
+# The three throughput phases run BENCH_ROUNDS times (default 3). In a round, after each
+# server's warm-up and with the service quiet and stopped, the phases take turns in
+# BENCH_SLICES slices (default 5) of BENCH_DURATION / BENCH_SLICES seconds (bare, capture,
+# nocapture, custom, bare, ...): a fast or slow spell of the machine (the same server's CPU per
+# request moved by a quarter between two runs seconds apart) then falls on every phase, not on
+# one. Each phase reports its round's req/s over its slices and the median of their p50 and
+# p99, its median round's figures, and each ratio is the median over the rounds of the ratio
+# within the round.
 #
-# Tunables: BENCH_DURATION (seconds per phase, default 10), BENCH_WARMUP (seconds, default 3),
+# Tunables: BENCH_DURATION (seconds per phase and round, default 10), BENCH_SLICES (default 5;
+# 1: one run per phase), BENCH_WARMUP (seconds, default 3),
 # BENCH_FIRST_WARMUP (seconds per server before the first round, default 20), BENCH_ROUNDS,
 # BENCH_THREADS (wrk threads, default 1), BENCH_CONNECTIONS (default 64), BENCH_DRAIN_TIMEOUT
 # (seconds to wait for the analytics, default 120), BENCH_KEEP=1 keeps the temporary dir.
@@ -80,6 +85,9 @@ BENCH_NAME=bench/redirect.sh
 bench_start 20 3 shortlinks-bench
 DRAIN_TIMEOUT=${BENCH_DRAIN_TIMEOUT:-120}
 [ "$DURATION" -ge 4 ] || die "BENCH_DURATION must be at least 4 (seconds)"
+SLICES=${BENCH_SLICES:-5}
+[[ $SLICES =~ ^[1-9][0-9]*$ ]] && [ "$SLICES" -le "$DURATION" ] || die "BENCH_SLICES must be 1 to BENCH_DURATION"
+SLICE=$((DURATION / SLICES))
 ALL_PID="" BARE_PID="" CAP_PID="" NOCAP_PID="" STOPPED=""
 
 cleanup() {
@@ -193,55 +201,89 @@ log "bench: redirectors and bare server up; measured link $LINK_ID (slug ${RUN_P
 PROBE_CLICKS=1
 if [ -n "$CUSTOM_HOST" ]; then PROBE_CLICKS=2; fi
 
-# run_phase NAME PORT [PATH GET_SECONDS]: warm-up on the warm-up link, then the measured run
-# (GET only unless GET_SECONDS is given); sets RESULT_<NAME>.
-run_phase() {
-  local name=$1 port=$2 path=${3:-$RUN_PATH} get_seconds=${4:-$((DURATION + 3600))} out=$TMP/wrk-$1.txt line
-  if [ "$WARMUP" -gt 0 ]; then
-    BENCH_PATH=$WARM_PATH BENCH_GET_SECONDS=$WARMUP run_wrk "$TMP/wrk-$name-warm.txt" -t"$THREADS" -c"$CONNECTIONS" \
-      -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk warm-up of $name failed"
-  fi
-  # Not a fixed pause: until the service has digested the phase before (see Isolation above).
-  quiet_service "$ALL_PID"
-  # The counting run: the capture redirector's own counters before it (its warm-up included).
-  if [ "$name" = count ]; then CAPTURED_BEFORE=$(scrape "$port" redirector_clicks_captured_total); fi
-  # Where the machine's CPU goes during the run (see "Isolation" above): the server measured,
-  # the service, the two servers not measured, and the rest (wrk and the kernel's share).
-  local server_pid pid others="" t0_server t0_service t0_others t0_busy
+# warm NAME PORT: the short warm-up of a phase's server on the warm-up link.
+warm() {
+  [ "$WARMUP" -gt 0 ] || return 0
+  BENCH_PATH=$WARM_PATH BENCH_GET_SECONDS=$WARMUP run_wrk "$TMP/wrk-$1-warm.txt" -t"$THREADS" -c"$CONNECTIONS" \
+    -d"${WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$2" || die "wrk warm-up of $1 failed"
+}
+
+# measure NAME PORT PATH GET_SECONDS SECONDS: one measured wrk run (GET for GET_SECONDS, then
+# HEAD) with the two servers not measured stopped (the caller stops the service); sets MEASURED
+# to wrk's result with where the machine's CPU went meanwhile (see "Isolation" above): the
+# server measured, the service, the two servers not measured, and the rest (wrk and the
+# kernel's share), in clock ticks.
+measure() {
+  local name=$1 port=$2 path=$3 get_seconds=$4 seconds=$5 out=$TMP/wrk-$1.txt server_pid pid others=""
+  local t0_server t0_service t0_others t0_busy cpu
   case $port in "$BARE_PORT") server_pid=$BARE_PID ;; "$CAP_PORT") server_pid=$CAP_PID ;; *) server_pid=$NOCAP_PID ;; esac
   for pid in "$BARE_PID" "$CAP_PID" "$NOCAP_PID"; do [ "$pid" = "$server_pid" ] || others="$others $pid"; done
-  # The service's own process (the click projector: its PostgreSQL, which takes the capture
-  # redirector's clicks, runs on) and the two servers not measured are stopped meanwhile.
-  STOPPED="$ALL_PID$others"
+  STOPPED="$STOPPED$others"
   # shellcheck disable=SC2086 # one word per pid
-  kill -STOP $STOPPED
-  t0_server=$(tree_ticks "$server_pid") t0_service=$(tree_ticks "$ALL_PID") t0_others=$(ticks_of $others) t0_busy=$(busy_ticks)
-  BENCH_PATH=$path BENCH_GET_SECONDS=$get_seconds run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" \
+  kill -STOP $others
+  t0_service=$(tree_ticks "$ALL_PID") t0_others=$(ticks_of $others) t0_server=$(ticks_of "$server_pid") t0_busy=$(busy_ticks)
+  BENCH_PATH=$path BENCH_GET_SECONDS=$get_seconds run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${seconds}s" \
     --latency -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk $name failed: $(cat "$out")"
+  # The machine's ticks first, before the samples below add their own.
+  cpu="\"busy_ticks\":$(($(busy_ticks) - t0_busy)),\"server_ticks\":$(($(ticks_of "$server_pid") - t0_server))"
+  cpu="$cpu,\"service_ticks\":$(($(tree_ticks "$ALL_PID") - t0_service)),\"others_ticks\":$(($(ticks_of $others) - t0_others)),\"hz\":$HZ,\"runs\":1"
   # shellcheck disable=SC2086
-  kill -CONT $STOPPED
-  STOPPED=""
-  local cpu="\"server_ticks\":$(($(tree_ticks "$server_pid") - t0_server)),\"service_ticks\":$(($(tree_ticks "$ALL_PID") - t0_service))"
-  cpu="$cpu,\"others_ticks\":$(($(ticks_of $others) - t0_others)),\"busy_ticks\":$(($(busy_ticks) - t0_busy)),\"hz\":$HZ"
-  line=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
-  [ -n "$line" ] || die "wrk $name printed no result: $(cat "$out")"
-  line="${line%\}},$cpu}"
-  node -e '
-    const [name, json] = process.argv.slice(1)
-    const r = JSON.parse(json)
+  kill -CONT $others
+  STOPPED=${STOPPED%"$others"}
+  MEASURED=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
+  [ -n "$MEASURED" ] || die "wrk $name printed no result: $(cat "$out")"
+  MEASURED="${MEASURED%\}},$cpu}"
+}
+
+# result NAME RUN...: the runs of one phase (a round's slices, or one run) summed into one
+# result (req/s over their whole time; p50 and p99 the median of theirs), printed with its
+# CPU per request; sets RESULT_<NAME>. Fails on any error answer.
+result() {
+  local name=$1 line
+  shift
+  line=$(node -e '
+    const [name, ...runs] = process.argv.slice(1)
+    const rs = runs.map((s) => JSON.parse(s))
+    const sum = (k) => rs.reduce((a, r) => a + r[k], 0)
+    const median = (k) => rs.map((r) => r[k]).sort((a, b) => a - b)[(rs.length - 1) >> 1]
+    const r = { requests: sum("requests"), gets: sum("gets"), heads: sum("heads"), duration_s: sum("duration_s"),
+      non3xx: sum("non3xx"), socket_errors: sum("socket_errors"), p50_ms: median("p50_ms"), p99_ms: median("p99_ms"),
+      server_ticks: sum("server_ticks"), service_ticks: sum("service_ticks"), others_ticks: sum("others_ticks"),
+      busy_ticks: sum("busy_ticks"), hz: rs[0].hz, runs: sum("runs") }
+    r.rps = (r.requests - r.non3xx) / r.duration_s
     const us = (ticks) => ((ticks / r.hz) * 1e6 / r.requests).toFixed(2)
     // A process of the service that ends during the run (a PostgreSQL backend) takes its ticks
     // along: its share then reads low (shown as 0), and the rest high.
     const service = Math.max(0, r.service_ticks)
     const rest = r.busy_ticks - r.server_ticks - service - r.others_ticks
-    console.log(`${name.padEnd(9)} ${r.rps.toFixed(1).padStart(9)} req/s   p50 ${r.p50_ms.toFixed(2)} ms   p99 ${r.p99_ms.toFixed(2)} ms   (${r.gets} GET + ${r.heads} HEAD in ${r.duration_s.toFixed(1)} s, errors: status ${r.non3xx}, socket ${r.socket_errors})`)
-    console.log(`          CPU per request: server ${us(r.server_ticks)} us (${(r.server_ticks / r.hz / r.duration_s).toFixed(2)} of a core), service ${us(service)} us, idle servers ${us(r.others_ticks)} us, rest (wrk) ${us(rest)} us; machine busy ${(r.busy_ticks / r.hz / r.duration_s).toFixed(2)} cores`)
-    if (r.requests === 0 || r.non3xx + r.socket_errors > 0) process.exit(1)' "$name" "$line" ||
-    die "phase $name had errors (see $out)"
-  printf -v "RESULT_$name" '%s' "$line"
+    const runsText = r.runs > 1 ? `, ${r.runs} runs` : ""
+    console.error(`${name.padEnd(9)} ${r.rps.toFixed(1).padStart(9)} req/s   p50 ${r.p50_ms.toFixed(2)} ms   p99 ${r.p99_ms.toFixed(2)} ms   (${r.gets} GET + ${r.heads} HEAD in ${r.duration_s.toFixed(1)} s${runsText}, errors: status ${r.non3xx}, socket ${r.socket_errors})`)
+    console.error(`          CPU per request: server ${us(r.server_ticks)} us (${(r.server_ticks / r.hz / r.duration_s).toFixed(2)} of a core), service ${us(service)} us, idle servers ${us(r.others_ticks)} us, rest (wrk) ${us(rest)} us; machine busy ${(r.busy_ticks / r.hz / r.duration_s).toFixed(2)} cores`)
+    console.log(JSON.stringify(r))
+    if (r.requests === 0 || r.non3xx + r.socket_errors > 0) process.exit(1)' "$name" "$@" 2>&1 >"$TMP/result.json") ||
+    die "phase $name had errors: $line"
+  log "$line"
+  printf -v "RESULT_$name" '%s' "$(cat "$TMP/result.json")"
 }
 
-log "bench: throughput phases: GET {short_base}/{slug} only, every request a click on the capture redirector; $ROUNDS rounds of bare, capture, nocapture (the median round of each counts)"
+# run_phase NAME PORT PATH GET_SECONDS: warm-up, a quiet service, then one measured run of
+# DURATION seconds with the service stopped; sets RESULT_<NAME>.
+run_phase() {
+  local name=$1 port=$2
+  warm "$name" "$port"
+  # Not a fixed pause: until the service has digested the phase before (see Isolation above).
+  quiet_service "$ALL_PID"
+  # The counting run: the capture redirector's own counters before it (its warm-up included).
+  if [ "$name" = count ]; then CAPTURED_BEFORE=$(scrape "$port" redirector_clicks_captured_total); fi
+  STOPPED="$ALL_PID"
+  kill -STOP "$ALL_PID"
+  measure "$name" "$port" "$3" "$4" "$DURATION"
+  kill -CONT "$ALL_PID"
+  STOPPED=""
+  result "$name" "$MEASURED"
+}
+
+log "bench: throughput phases: GET {short_base}/{slug} only, every request a click on the capture redirector; $ROUNDS rounds of bare, capture, nocapture, each phase in $SLICES slices of ${SLICE}s taken in turns (the median round of each counts)"
 # A long first warm-up of each server on the warm-up link: the capture redirector takes tens
 # of seconds to reach its steady rate (its heap grows to the load, PostgreSQL extends the
 # log's table), and the short warm-up before each phase does not get it there.
@@ -252,10 +294,26 @@ for port in "$BARE_PORT" "$CAP_PORT" "$NOCAP_PORT"; do
 done
 RUNS_bare=() RUNS_capture=() RUNS_nocapture=() RUNS_custom=()
 PHASES="bare capture nocapture${CUSTOM_HOST:+ custom}"
+port_of() { case $1 in bare) echo "$BARE_PORT" ;; capture | custom) echo "$CAP_PORT" ;; *) echo "$NOCAP_PORT" ;; esac; }
+host_of() { if [ "$1" = custom ]; then echo "$CUSTOM_HOST"; fi; }
 for ((round = 1; round <= ROUNDS; round++)); do
+  # Each phase warmed up, the service quiet and then stopped; then the phases take turns,
+  # slice by slice, so that a slow or fast spell of the machine falls on all of them.
+  for phase in $PHASES; do BENCH_HOST=$(host_of "$phase") warm "$phase" "$(port_of "$phase")"; done
+  quiet_service "$ALL_PID"
+  STOPPED="$ALL_PID"
+  kill -STOP "$ALL_PID"
+  SLICES_bare=() SLICES_capture=() SLICES_nocapture=() SLICES_custom=()
+  for ((slice = 1; slice <= SLICES; slice++)); do
+    for phase in $PHASES; do
+      BENCH_HOST=$(host_of "$phase") measure "$phase" "$(port_of "$phase")" "$RUN_PATH" $((SLICE + 3600)) "$SLICE"
+      eval "SLICES_$phase+=(\"\$MEASURED\")"
+    done
+  done
+  kill -CONT "$ALL_PID"
+  STOPPED=""
   for phase in $PHASES; do
-    case $phase in bare) port=$BARE_PORT ;; capture | custom) port=$CAP_PORT ;; *) port=$NOCAP_PORT ;; esac
-    if [ "$phase" = custom ]; then BENCH_HOST=$CUSTOM_HOST run_phase "$phase" "$port"; else run_phase "$phase" "$port"; fi
+    eval "result \"\$phase\" \"\${SLICES_$phase[@]}\""
     eval "RUNS_$phase+=(\"\$RESULT_$phase\")"
   done
 done
@@ -276,8 +334,12 @@ RESULT_bare=$(median bare)
 RESULT_capture=$(median capture)
 RESULT_nocapture=$(median nocapture)
 # Every capture round clicked the measured link: the analytics must hold all of them.
-CAPTURE_GETS=0
-for r in "${RUNS_capture[@]}" "${RUNS_custom[@]}"; do CAPTURE_GETS=$((CAPTURE_GETS + $(printf '%s' "$r" | json_field gets) - 1)); done
+CAPTURE_GETS=0 CAPTURE_RUNS=0
+for r in "${RUNS_capture[@]}" "${RUNS_custom[@]}"; do
+  runs=$(printf '%s' "$r" | json_field runs)
+  CAPTURE_GETS=$((CAPTURE_GETS + $(printf '%s' "$r" | json_field gets) - runs))
+  CAPTURE_RUNS=$((CAPTURE_RUNS + runs))
+done
 log "bench: counting run on the capture redirector: GET for $((DURATION - 2))s, then HEAD (not a click)"
 run_phase count "$CAP_PORT" "$COUNT_PATH" $((DURATION - 2))
 
@@ -285,9 +347,8 @@ run_phase count "$CAP_PORT" "$COUNT_PATH" $((DURATION - 2))
 # counting what arrives sees gets − 1, with 1 or 2 threads alike (checked with a counting
 # node:http server).
 CLICKS_SENT=$(($(printf '%s' "$RESULT_count" | json_field gets) - 1))
-CAPTURE_ROUNDS=$((ROUNDS * (${#RUNS_custom[@]} > 0 ? 2 : 1)))
-THROUGHPUT_LOW=$((CAPTURE_GETS + PROBE_CLICKS - CAPTURE_ROUNDS * CONNECTIONS))
-THROUGHPUT_HIGH=$((THROUGHPUT_LOW + 2 * CAPTURE_ROUNDS * CONNECTIONS))
+THROUGHPUT_LOW=$((CAPTURE_GETS + PROBE_CLICKS - CAPTURE_RUNS * CONNECTIONS))
+THROUGHPUT_HIGH=$((THROUGHPUT_LOW + 2 * CAPTURE_RUNS * CONNECTIONS))
 log "bench: waiting for the analytics to count $CLICKS_SENT clicks of the counting run (at most ${DRAIN_TIMEOUT}s)"
 drain_start=$(date +%s)
 while :; do
@@ -319,9 +380,9 @@ THROUGHPUT_COUNTED=$(counted "$LINK_ID")
 # wrk's GET count includes requests written when it stopped: the server may or may not have
 # answered those (at most one per connection).
 if [ "$THROUGHPUT_COUNTED" -ge "$THROUGHPUT_LOW" ] && [ "$THROUGHPUT_COUNTED" -le "$THROUGHPUT_HIGH" ]; then
-  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, within wrk's $((THROUGHPUT_LOW + CAPTURE_ROUNDS * CONNECTIONS)) sent ± $((CAPTURE_ROUNDS * CONNECTIONS)) in flight at the cuts"
+  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, within wrk's $((THROUGHPUT_LOW + CAPTURE_RUNS * CONNECTIONS)) sent ± $((CAPTURE_RUNS * CONNECTIONS)) in flight at the cuts"
 else
-  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, OUTSIDE wrk's $((THROUGHPUT_LOW + CAPTURE_ROUNDS * CONNECTIONS)) sent ± $((CAPTURE_ROUNDS * CONNECTIONS))"
+  log "bench: capture phases: analytics count $THROUGHPUT_COUNTED clicks, OUTSIDE wrk's $((THROUGHPUT_LOW + CAPTURE_RUNS * CONNECTIONS)) sent ± $((CAPTURE_RUNS * CONNECTIONS))"
 fi
 
 # The ratios are the median over the rounds of each round's own ratio: the three phases of a
