@@ -13,7 +13,8 @@
 #     the rest of the machine (wrk, the kernel's loopback).
 # Only the redirectors are measured: the service's own process (API, workers, chDB) is stopped
 # once the links are seeded, and its PostgreSQL, which takes the clicks, runs niced (bench/lib.sh
-# deprioritize); the two servers not measured are stopped during each phase. The exact click counts through the projector are bench/redirect.sh's check.
+# deprioritize); the two servers not measured are stopped during each phase. The exact click
+# counts through the projector are bench/redirect.sh's check.
 #
 #   bash bench/redirect-scale.sh          (or: npm run bench:redirect-scale)
 #

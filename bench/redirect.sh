@@ -45,9 +45,9 @@
 # BENCH_SLICES slices (default 5) of BENCH_DURATION / BENCH_SLICES seconds (bare, capture,
 # nocapture, custom, bare, ...): a fast or slow spell of the machine (the same server's CPU per
 # request moved by a quarter between two runs seconds apart) then falls on every phase, not on
-# one. Each phase reports its round's req/s over its slices and the median of their p50 and
-# p99, its median round's figures, and each ratio is the median over the rounds of the ratio
-# within the round.
+# one. A phase's result in a round is its req/s over all its slices (p50 and p99: the median
+# of the slices'); each phase reports its median round, and each ratio is the median over
+# the rounds of the ratio within the round.
 #
 # Tunables: BENCH_DURATION (seconds per phase and round, default 10), BENCH_SLICES (default 5;
 # 1: one run per phase), BENCH_WARMUP (seconds, default 3),
