@@ -123,6 +123,33 @@ ticks_of() {
   printf '%s' "$total"
 }
 
+# Processes a bench stopped (SIGSTOP) to keep them off the CPU while it measures something
+# else; its cleanup continues them (resume_all) before it stops them.
+PAUSED=" "
+# pause_pids PID...: stops them.
+pause_pids() {
+  local p
+  for p in "$@"; do
+    kill -STOP "$p"
+    PAUSED="$PAUSED$p "
+  done
+}
+# resume_pids PID...: continues them.
+resume_pids() {
+  local p
+  for p in "$@"; do
+    kill -CONT "$p" 2>/dev/null || true
+    PAUSED=${PAUSED/ $p / }
+  done
+}
+# shellcheck disable=SC2086 # one word per pid
+resume_all() { resume_pids $PAUSED; }
+# all_but PID PID...: the pids after the first that are not the first, one per word.
+all_but() {
+  local p
+  for p in "${@:2}"; do [ "$p" = "$1" ] || printf '%s ' "$p"; done
+}
+
 # deprioritize PID NICE: PID's whole tree runs at niceness NICE, its scheduler autogroups too.
 # `nice` alone is not enough: with autogroups on (kernel.sched_autogroup_enabled=1, the
 # default) each session competes with the benchmark's as an equal whatever its processes'

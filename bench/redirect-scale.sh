@@ -34,18 +34,16 @@ BENCH_NAME=bench/redirect-scale.sh
 bench_start 15 2 shortlinks-bench-scale
 LINKS=${BENCH_LINKS:-1000000}
 [[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
-ALL_PID="" BARE_PID="" ONE_PID="" SCALE_PID="" SERVICE_STOPPED="" STOPPED=""
+ALL_PID="" BARE_PID="" ONE_PID="" SCALE_PID=""
 
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
   stop_pid "$WRK_PID" 5
-  # shellcheck disable=SC2086 # one word per pid
-  [ -z "$STOPPED" ] || kill -CONT $STOPPED 2>/dev/null || true
+  resume_all
   stop_pid "$BARE_PID" 10
   stop_pid "$ONE_PID" 30
   stop_pid "$SCALE_PID" 30
-  [ -z "$SERVICE_STOPPED" ] || kill -CONT "$ALL_PID" 2>/dev/null || true
   stop_pid "$ALL_PID" 60
   bench_finish "$status" all.log bare.log one.log scale.log
 }
@@ -92,8 +90,7 @@ quiet_service "$ALL_PID"
 # would do is not measured here and is not the redirectors' cost: it projects the clicks into
 # chDB, one row per click when each is on another link, ~25 us of CPU per click that took
 # 0.4 of the machine from the measured servers and went on for minutes after each phase.
-kill -STOP "$ALL_PID"
-SERVICE_STOPPED=1
+pause_pids "$ALL_PID"
 log "bench: the service process is stopped (SIGSTOP) until the end; its PostgreSQL runs on"
 start_ms=$(date +%s%3N)
 SHORT_PORT=$SCALE_PORT LOG_LEVEL=Info node $REDIRECTOR_NODE_FLAGS $(cpu_prof scale) --import tsx apps/redirector/main.ts >"$TMP/scale.log" 2>&1 &
@@ -142,15 +139,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
     quiet_service "$ALL_PID" # its PostgreSQL: the service's own process is stopped
     [ "$WARMUP" -gt 0 ] && phase "$name" "$port" "$n" "$WARMUP" "$TMP/warm.txt"
     # The two servers not measured are stopped meanwhile (bench/redirect.sh does the same).
-    STOPPED=""
-    for other in "$BARE_PID" "$ONE_PID" "$SCALE_PID"; do [ "$other" = "$pid" ] || STOPPED="$STOPPED $other"; done
+    others=$(all_but "$pid" "$BARE_PID" "$ONE_PID" "$SCALE_PID")
     # shellcheck disable=SC2086 # one word per pid
-    kill -STOP $STOPPED
+    pause_pids $others
     server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
     phase "$name" "$port" "$n" "$DURATION"
     # shellcheck disable=SC2086
-    kill -CONT $STOPPED
-    STOPPED=""
+    resume_pids $others
     server_ticks=$(($(tree_ticks "$pid") - server_before)) service_ticks=$(($(tree_ticks "$ALL_PID") - service_before))
     busy=$(($(busy_ticks) - busy_before))
     r=$(grep '^WRK_RESULT ' "$TMP/wrk-$name.txt" | tail -n 1 | cut -d' ' -f2-)

@@ -88,14 +88,13 @@ DRAIN_TIMEOUT=${BENCH_DRAIN_TIMEOUT:-120}
 SLICES=${BENCH_SLICES:-5}
 [[ $SLICES =~ ^[1-9][0-9]*$ ]] && [ "$SLICES" -le "$DURATION" ] || die "BENCH_SLICES must be 1 to BENCH_DURATION"
 SLICE=$((DURATION / SLICES))
-ALL_PID="" BARE_PID="" CAP_PID="" NOCAP_PID="" STOPPED=""
+ALL_PID="" BARE_PID="" CAP_PID="" NOCAP_PID=""
 
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
   stop_pid "$WRK_PID" 5
-  # shellcheck disable=SC2086 # one word per pid
-  [ -z "$STOPPED" ] || kill -CONT $STOPPED 2>/dev/null || true
+  resume_all
   stop_pid "$BARE_PID" 10
   stop_pid "$CAP_PID" 30
   stop_pid "$NOCAP_PID" 30
@@ -214,13 +213,12 @@ warm() {
 # server measured, the service, the two servers not measured, and the rest (wrk and the
 # kernel's share), in clock ticks.
 measure() {
-  local name=$1 port=$2 path=$3 get_seconds=$4 seconds=$5 out=$TMP/wrk-$1.txt server_pid pid others=""
+  local name=$1 port=$2 path=$3 get_seconds=$4 seconds=$5 out=$TMP/wrk-$1.txt server_pid others
   local t0_server t0_service t0_others t0_busy cpu
   case $port in "$BARE_PORT") server_pid=$BARE_PID ;; "$CAP_PORT") server_pid=$CAP_PID ;; *) server_pid=$NOCAP_PID ;; esac
-  for pid in "$BARE_PID" "$CAP_PID" "$NOCAP_PID"; do [ "$pid" = "$server_pid" ] || others="$others $pid"; done
-  STOPPED="$STOPPED$others"
+  others=$(all_but "$server_pid" "$BARE_PID" "$CAP_PID" "$NOCAP_PID")
   # shellcheck disable=SC2086 # one word per pid
-  kill -STOP $others
+  pause_pids $others
   t0_service=$(tree_ticks "$ALL_PID") t0_others=$(ticks_of $others) t0_server=$(ticks_of "$server_pid") t0_busy=$(busy_ticks)
   BENCH_PATH=$path BENCH_GET_SECONDS=$get_seconds run_wrk "$out" -t"$THREADS" -c"$CONNECTIONS" -d"${seconds}s" \
     --latency -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk $name failed: $(cat "$out")"
@@ -228,8 +226,7 @@ measure() {
   cpu="\"busy_ticks\":$(($(busy_ticks) - t0_busy)),\"server_ticks\":$(($(ticks_of "$server_pid") - t0_server))"
   cpu="$cpu,\"service_ticks\":$(($(tree_ticks "$ALL_PID") - t0_service)),\"others_ticks\":$(($(ticks_of $others) - t0_others)),\"hz\":$HZ,\"runs\":1"
   # shellcheck disable=SC2086
-  kill -CONT $others
-  STOPPED=${STOPPED%"$others"}
+  resume_pids $others
   MEASURED=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
   [ -n "$MEASURED" ] || die "wrk $name printed no result: $(cat "$out")"
   MEASURED="${MEASURED%\}},$cpu}"
@@ -275,11 +272,9 @@ run_phase() {
   quiet_service "$ALL_PID"
   # The counting run: the capture redirector's own counters before it (its warm-up included).
   if [ "$name" = count ]; then CAPTURED_BEFORE=$(scrape "$port" redirector_clicks_captured_total); fi
-  STOPPED="$ALL_PID"
-  kill -STOP "$ALL_PID"
+  pause_pids "$ALL_PID"
   measure "$name" "$port" "$3" "$4" "$DURATION"
-  kill -CONT "$ALL_PID"
-  STOPPED=""
+  resume_pids "$ALL_PID"
   result "$name" "$MEASURED"
 }
 
@@ -301,8 +296,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   # slice by slice, so that a slow or fast spell of the machine falls on all of them.
   for phase in $PHASES; do BENCH_HOST=$(host_of "$phase") warm "$phase" "$(port_of "$phase")"; done
   quiet_service "$ALL_PID"
-  STOPPED="$ALL_PID"
-  kill -STOP "$ALL_PID"
+  pause_pids "$ALL_PID"
   SLICES_bare=() SLICES_capture=() SLICES_nocapture=() SLICES_custom=()
   for ((slice = 1; slice <= SLICES; slice++)); do
     for phase in $PHASES; do
@@ -310,8 +304,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
       eval "SLICES_$phase+=(\"\$MEASURED\")"
     done
   done
-  kill -CONT "$ALL_PID"
-  STOPPED=""
+  resume_pids "$ALL_PID"
   for phase in $PHASES; do
     eval "result \"\$phase\" \"\${SLICES_$phase[@]}\""
     eval "RUNS_$phase+=(\"\$RESULT_$phase\")"
