@@ -13,8 +13,13 @@
  *   `table`    looks the path up in the redirector's slug table (apps/redirector/SlugTable.ts)
  *              of BARE_LINKS (default 1,000,000) links /s1 … /sN and answers with that
  *              link's own Location, as the redirector does;
- *   `table+address` both. Default: neither.
+ *   `table+address` both;
+ *   `syscall`  makes one other system call per request instead (a 1-byte write to /dev/null):
+ *              what any system call costs on this machine, next to `address`, whose cost is
+ *              mostly its getpeername(2).
+ * Default: none of these.
  */
+import * as fs from "node:fs"
 import { SlugTable } from "../apps/redirector/SlugTable.js"
 import { loadUws } from "../infra/http/HttpServer.js"
 
@@ -33,8 +38,8 @@ const uws = loaded.module
 
 const LOCATION = "https://example.com/bench?utm_source=bench"
 const mode = process.env.BARE_MODE ?? ""
-if (!["", "address", "table", "table+address"].includes(mode)) {
-  process.stderr.write(`bench/bare-uws.ts: BARE_MODE must be address, table or table+address, not ${mode}\n`)
+if (!["", "address", "table", "table+address", "syscall"].includes(mode)) {
+  process.stderr.write(`bench/bare-uws.ts: BARE_MODE must be address, table, table+address or syscall, not ${mode}\n`)
   process.exit(1)
 }
 const readAddress = mode.includes("address")
@@ -53,6 +58,8 @@ for (let i = 1; i <= links; i++) {
   })
 }
 let addressBytes = 0
+const devNull = mode === "syscall" ? fs.openSync("/dev/null", "w") : -1
+const oneByte = Buffer.alloc(1)
 
 const app = uws.App().any("/*", (res, req) => {
   let location: string | Uint8Array = LOCATION
@@ -61,6 +68,7 @@ const app = uws.App().any("/*", (res, req) => {
     if (row >= 0) location = table.location(row)
   }
   if (readAddress) addressBytes += res.getRemoteAddress().byteLength
+  if (devNull >= 0) fs.writeSync(devNull, oneByte, 0, 1)
   res.writeStatus("302 Found").writeHeader("Location", location).writeHeader("Cache-Control", "private, no-store").end()
 })
 

@@ -3,7 +3,9 @@
 # uWebSockets.js server of bench/redirect.sh (bench/bare-uws.ts) with one part added at a time,
 # measured in ONE run as the server's CPU per request (user + system, from /proc) and req/s:
 #   bare            a fixed 302, any path
-#   address         + the peer's address read per request (uWS allocates an ArrayBuffer)
+#   address         + the peer's address read per request (a getpeername(2) and a new ArrayBuffer)
+#   syscall         + one other system call per request instead (a 1-byte write to /dev/null):
+#                   what the address read would cost if it were only its system call
 #   table-one       + the redirector's slug table of BENCH_LINKS links (default 1,000,000),
 #                   every request /s1
 #   table-random    the same table, a random path /s1 … /sN per request (the index slot and
@@ -12,14 +14,18 @@
 #   table+address   both parts, random paths
 # Every phase sends the same requests as wrk builds them (bench/redirect.lua with
 # BENCH_RANDOM), so the difference between two phases is the server's. BENCH_ROUNDS rounds
-# (default 3) interleaved; each figure is the median of the rounds.
+# (default 3); within a round the phases take turns in BENCH_SLICES slices (default 5) of
+# BENCH_DURATION / BENCH_SLICES seconds, each with the other servers stopped (SIGSTOP, then
+# SIGCONT); each figure is the median of the rounds.
 #
 #   bash bench/redirect-costs.sh
 #
-# Tunables: BENCH_LINKS, BENCH_DURATION (s per phase, default 10), BENCH_WARMUP (s, default 3),
+# Tunables: BENCH_LINKS, BENCH_DURATION (s per phase and round, default 10), BENCH_SLICES,
+# BENCH_WARMUP (s per server and round, default 3),
 # BENCH_FIRST_WARMUP (s per server, default 10), BENCH_ROUNDS, BENCH_THREADS (default 1),
 # BENCH_CONNECTIONS (default 64), BENCH_KEEP=1. The last line on stdout is one JSON object:
-# per phase "<phase>_rps" and "<phase>_cpu_us"; "address_us" (address minus bare),
+# per phase "<phase>_rps" and "<phase>_cpu_us"; "address_us" (address minus bare), "syscall_us"
+# (syscall minus bare),
 # "random_table_us" (table-random minus table-one), "random_with_address_us" (table+address
 # minus table+address-one), and the req/s ratios random/one without and with the address read
 # ("random_vs_one", "random_vs_one_with_address": what a redirector's scale/one could reach).
@@ -31,7 +37,10 @@ BENCH_NAME=bench/redirect-costs.sh
 bench_start 10 3 shortlinks-bench-costs
 LINKS=${BENCH_LINKS:-1000000}
 [[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
-MODES=("" address table table+address)
+MODES=("" address table table+address syscall)
+SLICES=${BENCH_SLICES:-5}
+[[ $SLICES =~ ^[1-9][0-9]*$ ]] && [ "$SLICES" -le "$DURATION" ] || die "BENCH_SLICES must be 1 to BENCH_DURATION"
+SLICE=$((DURATION / SLICES))
 PIDS=()
 PORTS=()
 
@@ -39,8 +48,9 @@ cleanup() {
   local status=$? pid
   trap - EXIT INT TERM
   stop_pid "$WRK_PID" 5
+  resume_all
   for pid in "${PIDS[@]}"; do stop_pid "$pid" 10; done
-  bench_finish "$status" server-0.log server-1.log server-2.log server-3.log
+  bench_finish "$status" server-0.log server-1.log server-2.log server-3.log server-4.log
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -63,27 +73,48 @@ phase() {
     -d"$3s" --latency -s bench/redirect.lua "http://127.0.0.1:${PORTS[$1]}" || die "wrk failed"
 }
 # Phases: name, server (index into MODES), paths.
-NAMES=(bare address table-one table-random table+address-one table+address)
-SERVERS=(0 1 2 2 3 3)
-RANDOMS=("$LINKS" "$LINKS" 1 "$LINKS" 1 "$LINKS")
+NAMES=(bare address syscall table-one table-random table+address-one table+address)
+SERVERS=(0 1 4 2 2 3 3)
+RANDOMS=("$LINKS" "$LINKS" "$LINKS" 1 "$LINKS" 1 "$LINKS")
 
-log "bench: first warm-up, ${FIRST_WARMUP}s per server"
+log "bench: $ROUNDS rounds; in each, every phase in $SLICES slices of ${SLICE}s taken in turns; first warm-up ${FIRST_WARMUP}s per server"
 for i in "${!MODES[@]}"; do phase "$i" "$LINKS" "$FIRST_WARMUP" "$TMP/warm.txt"; done
 
+# wrk_field NAME: a number of the WRK_RESULT line in $TMP/wrk.txt.
+wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
+
+# Within a round, after each server's warm-up, the phases take turns in slices (as in
+# bench/redirect.sh), each with the servers not measured stopped: a fast or slow spell of the
+# machine falls on every phase.
 RUNS=()
 for ((round = 1; round <= ROUNDS; round++)); do
+  if [ "$WARMUP" -gt 0 ]; then
+    for i in "${!MODES[@]}"; do phase "$i" "$LINKS" "$WARMUP" "$TMP/warm.txt"; done
+  fi
+  REQS=() TICKS=() SECS=()
+  for ((slice = 1; slice <= SLICES; slice++)); do
+    for p in "${!NAMES[@]}"; do
+      server=${SERVERS[$p]}
+      others=$(all_but "${PIDS[$server]}" "${PIDS[@]}")
+      # shellcheck disable=SC2086 # one word per pid
+      pause_pids $others
+      before=$(ticks_of "${PIDS[$server]}")
+      phase "$server" "${RANDOMS[$p]}" "$SLICE" "$TMP/wrk.txt"
+      ticks=$(($(ticks_of "${PIDS[$server]}") - before))
+      # shellcheck disable=SC2086
+      resume_pids $others
+      requests=$(wrk_field requests) seconds=$(wrk_field duration_s)
+      [ -n "$requests" ] && [ "$requests" -gt 0 ] || die "wrk printed no result: $(cat "$TMP/wrk.txt")"
+      [ "$(wrk_field non3xx)" = 0 ] && [ "$(wrk_field socket_errors)" = 0 ] || die "phase ${NAMES[$p]} had errors: $(cat "$TMP/wrk.txt")"
+      REQS[p]=$((${REQS[p]:-0} + requests)) TICKS[p]=$((${TICKS[p]:-0} + ticks))
+      SECS[p]=$(awk -v a="${SECS[p]:-0}" -v b="$seconds" 'BEGIN { printf "%.3f", a + b }')
+    done
+  done
   line="{"
   for p in "${!NAMES[@]}"; do
-    server=${SERVERS[$p]}
-    [ "$WARMUP" -gt 0 ] && phase "$server" "${RANDOMS[$p]}" "$WARMUP" "$TMP/warm.txt"
-    before=$(tree_ticks "${PIDS[$server]}")
-    phase "$server" "${RANDOMS[$p]}" "$DURATION" "$TMP/wrk.txt"
-    ticks=$(($(tree_ticks "${PIDS[$server]}") - before))
-    r=$(grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | cut -d' ' -f2-)
-    [ -n "$r" ] || die "wrk printed no result: $(cat "$TMP/wrk.txt")"
-    printf '%s' "$r" | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{const r=JSON.parse(s);const [name,round,ticks,hz]=process.argv.slice(1);console.log(`round ${round} ${name.padEnd(13)} ${r.rps.toFixed(1).padStart(9)} req/s  ${(ticks/hz*1e6/r.requests).toFixed(2)} us CPU a request`);if(r.requests===0||r.non3xx+r.socket_errors>0)process.exit(1)})' \
-      "${NAMES[$p]}" "$round" "$ticks" "$HZ" || die "phase ${NAMES[$p]} had errors"
-    line="$line\"${NAMES[$p]}\":${r%\}},\"ticks\":$ticks},"
+    awk -v n="${NAMES[$p]}" -v round="$round" -v r="${REQS[p]}" -v s="${SECS[p]}" -v t="${TICKS[p]}" -v hz="$HZ" \
+      'BEGIN { printf "round %s %-17s %9.1f req/s  %.2f us CPU a request\n", round, n, r / s, t / hz * 1e6 / r }'
+    line="$line\"${NAMES[$p]}\":{\"rps\":$(awk -v r="${REQS[p]}" -v s="${SECS[p]}" 'BEGIN { printf "%.1f", r / s }'),\"requests\":${REQS[p]},\"ticks\":${TICKS[p]}},"
   done
   RUNS+=("${line%,}}")
 done
@@ -92,7 +123,7 @@ node -e '
   const [hz, ...runs] = process.argv.slice(1)
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
-  const names = ["bare", "address", "table-one", "table-random", "table+address-one", "table+address"]
+  const names = ["bare", "address", "syscall", "table-one", "table-random", "table+address-one", "table+address"]
   const cpu = (n) => median(rounds.map((r) => (r[n].ticks / Number(hz)) * 1e6 / r[n].requests))
   const out = {}
   for (const n of names) {
@@ -100,11 +131,12 @@ node -e '
     out[`${n}_cpu_us`] = Number(cpu(n).toFixed(2))
   }
   out.address_us = Number(median(rounds.map((r) => (r.address.ticks / r.address.requests - r.bare.ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
+  out.syscall_us = Number(median(rounds.map((r) => (r.syscall.ticks / r.syscall.requests - r.bare.ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
   out.random_table_us = Number(median(rounds.map((r) => (r["table-random"].ticks / r["table-random"].requests - r["table-one"].ticks / r["table-one"].requests) / Number(hz) * 1e6)).toFixed(2))
   out.random_with_address_us = Number(median(rounds.map((r) => (r["table+address"].ticks / r["table+address"].requests - r["table+address-one"].ticks / r["table+address-one"].requests) / Number(hz) * 1e6)).toFixed(2))
   out.random_vs_one = Number(median(rounds.map((r) => r["table-random"].rps / r["table-one"].rps)).toFixed(3))
   out.random_vs_one_with_address = Number(median(rounds.map((r) => r["table+address"].rps / r["table+address-one"].rps)).toFixed(3))
   console.log(`with the address read too: random paths cost ${out.random_with_address_us} us a request more than /s1; req/s random/one ${out.random_vs_one_with_address} (without the address read ${out.random_vs_one})`)
-  console.log(`the address read: ${out.address_us} us a request; a random path over the table instead of one: ${out.random_table_us} us a request (table-random/table-one req/s ${(out["table-random_rps"] / out["table-one_rps"]).toFixed(3)})`)
+  console.log(`the address read: ${out.address_us} us a request; one other system call: ${out.syscall_us} us a request; a random path over the table instead of one: ${out.random_table_us} us a request (table-random/table-one req/s ${(out["table-random_rps"] / out["table-one_rps"]).toFixed(3)})`)
   console.log(JSON.stringify(out))
 ' "$HZ" "${RUNS[@]}"
