@@ -204,14 +204,19 @@ HZ=$(getconf CLK_TCK)
 rss_mb() { awk '/^VmRSS:/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
 
 # bench_start FIRST_WARMUP ROUNDS TMP_NAME: what each redirect bench does first: checks its
-# tools, reads the tunables they share (BENCH_DURATION, default 10 s; BENCH_WARMUP, 3 s;
-# BENCH_FIRST_WARMUP, FIRST_WARMUP s; BENCH_ROUNDS, ROUNDS; BENCH_THREADS, 1; BENCH_CONNECTIONS,
-# 64; BENCH_NICE, 10) and makes TMP, with the service's DATA_DIR_BENCH in it.
+# tools, reads the tunables they share (BENCH_DURATION, default 10 s; BENCH_SLICES, 5 or
+# BENCH_DURATION if less: the slices of a phase's time within a round, each SLICE seconds;
+# BENCH_WARMUP, 3 s; BENCH_FIRST_WARMUP, FIRST_WARMUP s; BENCH_ROUNDS, ROUNDS; BENCH_THREADS, 1;
+# BENCH_CONNECTIONS, 64; BENCH_NICE, 10) and makes TMP, with the service's DATA_DIR_BENCH in it.
 bench_start() {
   ensure_wrk
   command -v curl >/dev/null 2>&1 || die "curl is required"
   [ -d node_modules/tsx ] || die "node_modules is missing: run npm install first"
   DURATION=${BENCH_DURATION:-10}
+  [[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "BENCH_DURATION must be a positive integer (seconds)"
+  SLICES=${BENCH_SLICES:-$((DURATION < 5 ? DURATION : 5))}
+  [[ $SLICES =~ ^[1-9][0-9]*$ ]] && [ "$SLICES" -le "$DURATION" ] || die "BENCH_SLICES must be 1 to BENCH_DURATION"
+  SLICE=$((DURATION / SLICES))
   WARMUP=${BENCH_WARMUP:-3}
   FIRST_WARMUP=${BENCH_FIRST_WARMUP:-$1}
   ROUNDS=${BENCH_ROUNDS:-$2}

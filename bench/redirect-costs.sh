@@ -14,9 +14,9 @@
 #   table+address   both parts, random paths
 # Every phase sends the same requests as wrk builds them (bench/redirect.lua with
 # BENCH_RANDOM), so the difference between two phases is the server's. BENCH_ROUNDS rounds
-# (default 3); within a round the phases take turns in BENCH_SLICES slices (default 5) of
-# BENCH_DURATION / BENCH_SLICES seconds, each with the other servers stopped (SIGSTOP, then
-# SIGCONT); each figure is the median of the rounds.
+# (default 3); within a round the phases take turns in BENCH_SLICES slices (default 5, fewer
+# for a shorter BENCH_DURATION) of BENCH_DURATION / BENCH_SLICES seconds, each with the other
+# servers stopped (SIGSTOP, then SIGCONT); each figure is the median of the rounds.
 #
 #   bash bench/redirect-costs.sh
 #
@@ -38,9 +38,6 @@ bench_start 10 3 shortlinks-bench-costs
 LINKS=${BENCH_LINKS:-1000000}
 [[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
 MODES=("" address table table+address syscall)
-SLICES=${BENCH_SLICES:-5}
-[[ $SLICES =~ ^[1-9][0-9]*$ ]] && [ "$SLICES" -le "$DURATION" ] || die "BENCH_SLICES must be 1 to BENCH_DURATION"
-SLICE=$((DURATION / SLICES))
 PIDS=()
 PORTS=()
 

@@ -49,8 +49,8 @@
 # of the slices'); each phase reports its median round, and each ratio is the median over
 # the rounds of the ratio within the round.
 #
-# Tunables: BENCH_DURATION (seconds per phase and round, default 10), BENCH_SLICES (default 5;
-# 1: one run per phase), BENCH_WARMUP (seconds, default 3),
+# Tunables: BENCH_DURATION (seconds per phase and round, default 10), BENCH_SLICES (default 5,
+# or BENCH_DURATION if less; 1: one run per phase), BENCH_WARMUP (seconds, default 3),
 # BENCH_FIRST_WARMUP (seconds per server before the first round, default 20), BENCH_ROUNDS,
 # BENCH_THREADS (wrk threads, default 1), BENCH_CONNECTIONS (default 64), BENCH_DRAIN_TIMEOUT
 # (seconds to wait for the analytics, default 120), BENCH_KEEP=1 keeps the temporary dir.
@@ -85,9 +85,6 @@ BENCH_NAME=bench/redirect.sh
 bench_start 20 3 shortlinks-bench
 DRAIN_TIMEOUT=${BENCH_DRAIN_TIMEOUT:-120}
 [ "$DURATION" -ge 4 ] || die "BENCH_DURATION must be at least 4 (seconds)"
-SLICES=${BENCH_SLICES:-5}
-[[ $SLICES =~ ^[1-9][0-9]*$ ]] && [ "$SLICES" -le "$DURATION" ] || die "BENCH_SLICES must be 1 to BENCH_DURATION"
-SLICE=$((DURATION / SLICES))
 ALL_PID="" BARE_PID="" CAP_PID="" NOCAP_PID=""
 
 cleanup() {
