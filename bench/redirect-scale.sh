@@ -6,35 +6,41 @@
 #     (spawn to /readyz 200, and the slug table load the redirector logs) and its RSS, and
 #     the table's share of it (RSS of `scale` minus RSS of `one`, both loaded and idle before
 #     any traffic), and both RSS again after the warm-up (clicks waiting to be published included);
-#   - throughput, click capture on, GET with a random slug per request (bench/redirect.lua
-#     with BENCH_RANDOM): bare uWebSockets.js (any path), `one` (always /s1) and `scale`
-#     (/s1 … /sN), BENCH_ROUNDS rounds interleaved; each ratio is the median of the rounds;
+#   - throughput with a random slug per request (bench/redirect.lua with BENCH_RANDOM): bare
+#     uWebSockets.js (any path), `one` (always /s1) and `scale` (/s1 … /sN), click capture on,
+#     and the same two redirectors with click capture off (`one-off`, `scale-off`): what the
+#     table's size costs apart from what distinct links cost click capture. BENCH_ROUNDS
+#     rounds; within a round the phases take turns in BENCH_SLICES slices (as in
+#     bench/redirect.sh), so a fast or slow spell of the machine falls on all of them; each
+#     ratio is the median of the rounds;
 #   - per phase, the CPU per request of the server, of the service (its PostgreSQL) and of
 #     the rest of the machine (wrk, the kernel's loopback).
 # Only the redirectors are measured: the service's own process (API, workers, chDB) is stopped
 # once the links are seeded, and its PostgreSQL, which takes the clicks, runs niced (bench/lib.sh
-# deprioritize); the two servers not measured are stopped during each phase. The exact click
+# deprioritize); the servers not measured are stopped during each phase. The exact click
 # counts through the projector are bench/redirect.sh's check.
 #
 #   bash bench/redirect-scale.sh          (or: npm run bench:redirect-scale)
 #
 # Targets: ready within 10 s, at most 500 MB RSS for the table, scale/one >= 0.95.
-# Tunables: BENCH_LINKS, BENCH_DURATION (s per phase, default 10), BENCH_WARMUP (s, default
-# 3), BENCH_FIRST_WARMUP (s per server, default 15), BENCH_ROUNDS (default 2), BENCH_THREADS
+# Tunables: BENCH_LINKS, BENCH_DURATION (s per phase and round, default 10), BENCH_SLICES,
+# BENCH_WARMUP (s, default 3), BENCH_FIRST_WARMUP (s per server, default 15), BENCH_ROUNDS
+# (default 3), BENCH_THREADS
 # (default 1), BENCH_CONNECTIONS (default 64), BENCH_NICE (niceness of the service, default
 # 10), BENCH_KEEP=1, BENCH_CPU_PROF=DIR (CPU profiles of both redirectors). The last line on stdout is one JSON object:
 #   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "idle_rss_mb", "idle_one_rss_mb", "table_rss_mb",
 #    "rss_mb", "one_rss_mb", "bare_rps",
-#    "one_rps", "scale_rps", "scale_ratio", "one_ratio", "scale_vs_one"}
+#    "one_rps", "scale_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
+#    "scale_vs_one_nocapture", per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us"}
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect-scale.sh
 # shellcheck source=bench/lib.sh
 . bench/lib.sh
-bench_start 15 2 shortlinks-bench-scale
+bench_start 15 3 shortlinks-bench-scale
 LINKS=${BENCH_LINKS:-1000000}
 [[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
-ALL_PID="" BARE_PID="" ONE_PID="" SCALE_PID=""
+ALL_PID="" BARE_PID="" ONE_PID="" SCALE_PID="" ONE_OFF_PID="" SCALE_OFF_PID=""
 
 cleanup() {
   local status=$?
@@ -44,8 +50,10 @@ cleanup() {
   stop_pid "$BARE_PID" 10
   stop_pid "$ONE_PID" 30
   stop_pid "$SCALE_PID" 30
+  stop_pid "$ONE_OFF_PID" 30
+  stop_pid "$SCALE_OFF_PID" 30
   stop_pid "$ALL_PID" 60
-  bench_finish "$status" all.log bare.log one.log scale.log
+  bench_finish "$status" all.log bare.log one.log scale.log one-off.log scale-off.log
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -57,6 +65,8 @@ free_port MEDIA_PORT 18682
 free_port BARE_PORT 18690
 free_port ONE_PORT 18691
 free_port SCALE_PORT 18692
+free_port ONE_OFF_PORT 18693
+free_port SCALE_OFF_PORT 18694
 API=http://127.0.0.1:$API_PORT
 
 unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL
@@ -80,7 +90,10 @@ node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the first 
 # `one` loads the single link; the seeded rows after it send no events, so it keeps one.
 SHORT_PORT=$ONE_PORT LOG_LEVEL=Info node $REDIRECTOR_NODE_FLAGS $(cpu_prof one) --import tsx apps/redirector/main.ts >"$TMP/one.log" 2>&1 &
 ONE_PID=$!
+SHORT_PORT=$ONE_OFF_PORT CLICK_CAPTURE=off node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/one-off.log" 2>&1 &
+ONE_OFF_PID=$!
 wait_http "http://127.0.0.1:$ONE_PORT/readyz" "$ONE_PID" "the one-link redirector" 120 200
+wait_http "http://127.0.0.1:$ONE_OFF_PORT/readyz" "$ONE_OFF_PID" "the one-link redirector (capture off)" 120 200
 log "bench: seeding $LINKS links"
 node --import tsx bench/seed-links.ts "$ACCOUNT_ID" "$LINKS" || die "seeding failed"
 
@@ -109,6 +122,9 @@ log "bench: $LOADED; ready $((READY_MS / 1000)).$(printf '%03d' $((READY_MS % 10
 quiet_wait "$SCALE_PID" "the million-link redirector"
 IDLE_RSS_SCALE=$(rss_mb "$SCALE_PID")
 IDLE_RSS_ONE=$(rss_mb "$ONE_PID")
+SHORT_PORT=$SCALE_OFF_PORT CLICK_CAPTURE=off node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/scale-off.log" 2>&1 &
+SCALE_OFF_PID=$!
+wait_http "http://127.0.0.1:$SCALE_OFF_PORT/readyz" "$SCALE_OFF_PID" "the million-link redirector (capture off)" 300 200
 
 BENCH_PATH=/ BARE_PORT=$BARE_PORT node --import tsx bench/bare-uws.ts >"$TMP/bare.log" 2>&1 &
 BARE_PID=$!
@@ -120,44 +136,60 @@ phase() {
     -c"$CONNECTIONS" -d"$4s" --latency -s bench/redirect.lua "http://127.0.0.1:$2" || die "wrk $1 failed"
 }
 deprioritize "$ALL_PID" "$NICE"
-log "bench: first warm-up, ${FIRST_WARMUP}s per server"
-phase bare "$BARE_PORT" "$LINKS" "$FIRST_WARMUP" "$TMP/warm-bare.txt"
-phase one "$ONE_PORT" 1 "$FIRST_WARMUP" "$TMP/warm-one.txt"
-phase scale "$SCALE_PORT" "$LINKS" "$FIRST_WARMUP" "$TMP/warm-scale.txt"
+# The phases: name, server, paths.
+NAMES=(bare one scale one-off scale-off)
+port_of() { case $1 in bare) echo "$BARE_PORT" ;; one) echo "$ONE_PORT" ;; scale) echo "$SCALE_PORT" ;; one-off) echo "$ONE_OFF_PORT" ;; *) echo "$SCALE_OFF_PORT" ;; esac; }
+pid_of() { case $1 in bare) echo "$BARE_PID" ;; one) echo "$ONE_PID" ;; scale) echo "$SCALE_PID" ;; one-off) echo "$ONE_OFF_PID" ;; *) echo "$SCALE_OFF_PID" ;; esac; }
+links_of() { case $1 in one | one-off) echo 1 ;; *) echo "$LINKS" ;; esac; }
+log "bench: first warm-up, ${FIRST_WARMUP}s per server; then $ROUNDS rounds, in each every phase in $SLICES slices of ${SLICE}s taken in turns"
+for name in "${NAMES[@]}"; do phase "$name" "$(port_of "$name")" "$(links_of "$name")" "$FIRST_WARMUP" "$TMP/warm-$name.txt"; done
 RSS_SCALE=$(rss_mb "$SCALE_PID")
 RSS_ONE=$(rss_mb "$ONE_PID")
 
+# wrk_field NAME: a number of the WRK_RESULT line in $TMP/wrk.txt.
+wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
+
 RUNS=()
 for ((round = 1; round <= ROUNDS; round++)); do
+  if [ "$WARMUP" -gt 0 ]; then
+    for name in "${NAMES[@]}"; do phase "$name" "$(port_of "$name")" "$(links_of "$name")" "$WARMUP" "$TMP/warm.txt"; done
+  fi
+  quiet_service "$ALL_PID" # its PostgreSQL: the service's own process is stopped
+  declare -A REQS=() SECS=() SERVER=() SERVICE=() BUSY=() P99S=()
+  for ((slice = 1; slice <= SLICES; slice++)); do
+    for name in "${NAMES[@]}"; do
+      pid=$(pid_of "$name")
+      # The servers not measured are stopped meanwhile (bench/redirect.sh does the same).
+      others=$(all_but "$pid" "$BARE_PID" "$ONE_PID" "$SCALE_PID" "$ONE_OFF_PID" "$SCALE_OFF_PID")
+      # shellcheck disable=SC2086 # one word per pid
+      pause_pids $others
+      server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
+      phase "$name" "$(port_of "$name")" "$(links_of "$name")" "$SLICE" "$TMP/wrk.txt"
+      # For the CPU per request: the machine's ticks first, then the server's own and the
+      # service's (its PostgreSQL); the rest is wrk's and the kernel's, mostly.
+      busy=$(($(busy_ticks) - busy_before))
+      server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
+      # shellcheck disable=SC2086
+      resume_pids $others
+      requests=$(wrk_field requests)
+      [ -n "$requests" ] && [ "$requests" -gt 0 ] || die "wrk $name printed no result: $(cat "$TMP/wrk.txt")"
+      [ "$(wrk_field non3xx)" = 0 ] && [ "$(wrk_field socket_errors)" = 0 ] || die "phase $name had errors: $(cat "$TMP/wrk.txt")"
+      REQS[$name]=$((${REQS[$name]:-0} + requests))
+      SECS[$name]=$(awk -v a="${SECS[$name]:-0}" -v b="$(wrk_field duration_s)" 'BEGIN { printf "%.3f", a + b }')
+      SERVER[$name]=$((${SERVER[$name]:-0} + server)) SERVICE[$name]=$((${SERVICE[$name]:-0} + service))
+      BUSY[$name]=$((${BUSY[$name]:-0} + busy)) P99S[$name]="${P99S[$name]:-} $(wrk_field p99_ms)"
+    done
+  done
   line="{"
-  for name in bare one scale; do
-    case $name in
-      bare) port=$BARE_PORT n=$LINKS pid=$BARE_PID ;;
-      one) port=$ONE_PORT n=1 pid=$ONE_PID ;;
-      *) port=$SCALE_PORT n=$LINKS pid=$SCALE_PID ;;
-    esac
-    quiet_service "$ALL_PID" # its PostgreSQL: the service's own process is stopped
-    [ "$WARMUP" -gt 0 ] && phase "$name" "$port" "$n" "$WARMUP" "$TMP/warm.txt"
-    # The two servers not measured are stopped meanwhile (bench/redirect.sh does the same).
-    others=$(all_but "$pid" "$BARE_PID" "$ONE_PID" "$SCALE_PID")
-    # shellcheck disable=SC2086 # one word per pid
-    pause_pids $others
-    server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
-    phase "$name" "$port" "$n" "$DURATION"
-    # shellcheck disable=SC2086
-    resume_pids $others
-    server_ticks=$(($(tree_ticks "$pid") - server_before)) service_ticks=$(($(tree_ticks "$ALL_PID") - service_before))
-    busy=$(($(busy_ticks) - busy_before))
-    r=$(grep '^WRK_RESULT ' "$TMP/wrk-$name.txt" | tail -n 1 | cut -d' ' -f2-)
-    [ -n "$r" ] || die "wrk $name printed no result: $(cat "$TMP/wrk-$name.txt")"
-    # For the CPU per request: the server's own ticks, the service's (its PostgreSQL) during
-    # the phase, and the machine's (the rest is wrk's and the kernel's, mostly).
-    r="${r%\}},\"server_ticks\":$server_ticks,\"service_ticks\":$service_ticks,\"busy_ticks\":$busy,\"hz\":$HZ}"
-    printf '%s' "$r" | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{const r=JSON.parse(s);console.log(`round '"$round"' ${process.argv[1].padEnd(5)} ${r.rps.toFixed(1).padStart(9)} req/s  p99 ${r.p99_ms.toFixed(2)} ms  (errors: status ${r.non3xx}, socket ${r.socket_errors})`);if(r.requests===0||r.non3xx+r.socket_errors>0)process.exit(1)})' "$name" ||
-      die "phase $name had errors"
+  for name in "${NAMES[@]}"; do
+    r=$(awk -v r="${REQS[$name]}" -v s="${SECS[$name]}" -v p="${P99S[$name]}" -v a="${SERVER[$name]}" -v b="${SERVICE[$name]}" -v c="${BUSY[$name]}" -v hz="$HZ" '
+      BEGIN { n = split(p, x, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+              printf "{\"requests\":%d,\"duration_s\":%.3f,\"rps\":%.1f,\"p99_ms\":%.3f,\"server_ticks\":%d,\"service_ticks\":%d,\"busy_ticks\":%d,\"hz\":%d}", r, s, r / s, x[int((n + 1) / 2)], a, b, c, hz }')
+    printf '%s' "$r" | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{const r=JSON.parse(s);console.log(`round '"$round"' ${process.argv[1].padEnd(9)} ${r.rps.toFixed(1).padStart(9)} req/s  p99 ${r.p99_ms.toFixed(2)} ms  ${((r.server_ticks / r.hz) * 1e6 / r.requests).toFixed(2)} us of its CPU a request`)})' "$name"
     line="$line\"$name\":$r,"
   done
   RUNS+=("${line%,}}")
+  unset REQS SECS SERVER SERVICE BUSY P99S
 done
 
 node -e '
@@ -173,20 +205,23 @@ node -e '
     idle_rss_mb: Number(idleScale), idle_one_rss_mb: Number(idleOne), table_rss_mb: Number(idleScale) - Number(idleOne),
     rss_mb: Number(rssScale), one_rss_mb: Number(rssOne),
     bare_rps: f(rps("bare"), 1), one_rps: f(rps("one"), 1), scale_rps: f(rps("scale"), 1),
-    scale_ratio: f(ratio("scale", "bare"), 4), one_ratio: f(ratio("one", "bare"), 4), scale_vs_one: f(ratio("scale", "one"), 4)
+    one_off_rps: f(rps("one-off"), 1), scale_off_rps: f(rps("scale-off"), 1),
+    scale_ratio: f(ratio("scale", "bare"), 4), one_ratio: f(ratio("one", "bare"), 4), scale_vs_one: f(ratio("scale", "one"), 4),
+    scale_vs_one_nocapture: f(ratio("scale-off", "one-off"), 4)
   }
   // CPU per request in µs (median of the rounds): the server, the service, the rest (wrk).
   // (A process that ends during a phase, a PostgreSQL autovacuum worker, takes its ticks along:
   // the service share can come out a little below what it was, never below 0 here.)
   const cpu = (a, field) => Math.max(0, median(rounds.map((r) => (r[a][field] / r[a].hz) * 1e6 / r[a].requests)))
-  for (const name of ["bare", "one", "scale"]) {
+  const names = ["bare", "one", "scale", "one-off", "scale-off"]
+  for (const name of names) {
     out[`${name}_cpu_us`] = f(cpu(name, "server_ticks"), 2)
     out[`${name}_service_cpu_us`] = f(cpu(name, "service_ticks"), 2)
     out[`${name}_other_cpu_us`] = f(median(rounds.map((r) => ((r[name].busy_ticks - r[name].server_ticks - r[name].service_ticks) / r[name].hz) * 1e6 / r[name].requests)), 2)
   }
   const list = (a, b) => rounds.map((r) => (r[a].rps / r[b].rps).toFixed(3)).join(", ")
-  console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}`)
-  console.log(["bare", "one", "scale"].map((n) => `${n}: ${out[`${n}_cpu_us`]} us of its own CPU per request, service ${out[`${n}_service_cpu_us`]}, the rest (wrk) ${out[`${n}_other_cpu_us`]}`).join("; "))
-  console.log(`ready ${out.ready_s} s after spawn (load ${out.load_ms} ms; target 10 s), RSS ${out.idle_rss_mb} MB idle (table ${out.table_rss_mb} MB; target <= 500), ${out.rss_mb} MB after the warm-up, scale/one ${out.scale_vs_one} (target >= 0.95)`)
+  console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}; capture off: scale/one ${list("scale-off", "one-off")}`)
+  console.log(names.map((n) => `${n}: ${out[`${n}_cpu_us`]} us of its own CPU per request, service ${out[`${n}_service_cpu_us`]}, the rest (wrk) ${out[`${n}_other_cpu_us`]}`).join("; "))
+  console.log(`ready ${out.ready_s} s after spawn (load ${out.load_ms} ms; target 10 s), RSS ${out.idle_rss_mb} MB idle (table ${out.table_rss_mb} MB; target <= 500), ${out.rss_mb} MB after the warm-up, scale/one ${out.scale_vs_one} (target >= 0.95; ${out.scale_vs_one_nocapture} with click capture off)`)
   console.log(JSON.stringify(out))
 ' "$LINKS" "$READY_MS" "$LOAD_MS" "$LOAD_CPU_MS" "$LOAD_RSS" "$IDLE_RSS_SCALE" "$IDLE_RSS_ONE" "$RSS_SCALE" "$RSS_ONE" "${RUNS[@]}"
