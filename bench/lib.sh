@@ -200,6 +200,9 @@ quiet_service() {
 busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 HZ=$(getconf CLK_TCK)
 
+# wrk_field NAME: a number of the WRK_RESULT line (bench/redirect.lua) in $TMP/wrk.txt.
+wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
+
 # rss_mb PID: resident memory of one process, in MB.
 rss_mb() { awk '/^VmRSS:/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
 

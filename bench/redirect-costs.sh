@@ -77,9 +77,6 @@ RANDOMS=("$LINKS" "$LINKS" "$LINKS" 1 "$LINKS" 1 "$LINKS")
 log "bench: $ROUNDS rounds; in each, every phase in $SLICES slices of ${SLICE}s taken in turns; first warm-up ${FIRST_WARMUP}s per server"
 for i in "${!MODES[@]}"; do phase "$i" "$LINKS" "$FIRST_WARMUP" "$TMP/warm.txt"; done
 
-# wrk_field NAME: a number of the WRK_RESULT line in $TMP/wrk.txt.
-wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
-
 # Within a round, after each server's warm-up, the phases take turns in slices (as in
 # bench/redirect.sh), each with the servers not measured stopped: a fast or slow spell of the
 # machine falls on every phase.

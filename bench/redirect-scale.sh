@@ -136,35 +136,32 @@ phase() {
     -c"$CONNECTIONS" -d"$4s" --latency -s bench/redirect.lua "http://127.0.0.1:$2" || die "wrk $1 failed"
 }
 deprioritize "$ALL_PID" "$NICE"
-# The phases: name, server, paths.
+# The phases: each one's server (port and pid) and paths (/s1 only, or /s1 … /sN).
 NAMES=(bare one scale one-off scale-off)
-port_of() { case $1 in bare) echo "$BARE_PORT" ;; one) echo "$ONE_PORT" ;; scale) echo "$SCALE_PORT" ;; one-off) echo "$ONE_OFF_PORT" ;; *) echo "$SCALE_OFF_PORT" ;; esac; }
-pid_of() { case $1 in bare) echo "$BARE_PID" ;; one) echo "$ONE_PID" ;; scale) echo "$SCALE_PID" ;; one-off) echo "$ONE_OFF_PID" ;; *) echo "$SCALE_OFF_PID" ;; esac; }
-links_of() { case $1 in one | one-off) echo 1 ;; *) echo "$LINKS" ;; esac; }
+declare -A PORT_OF=([bare]=$BARE_PORT [one]=$ONE_PORT [scale]=$SCALE_PORT [one-off]=$ONE_OFF_PORT [scale-off]=$SCALE_OFF_PORT)
+declare -A PID_OF=([bare]=$BARE_PID [one]=$ONE_PID [scale]=$SCALE_PID [one-off]=$ONE_OFF_PID [scale-off]=$SCALE_OFF_PID)
+declare -A LINKS_OF=([bare]=$LINKS [one]=1 [scale]=$LINKS [one-off]=1 [scale-off]=$LINKS)
 log "bench: first warm-up, ${FIRST_WARMUP}s per server; then $ROUNDS rounds, in each every phase in $SLICES slices of ${SLICE}s taken in turns"
-for name in "${NAMES[@]}"; do phase "$name" "$(port_of "$name")" "$(links_of "$name")" "$FIRST_WARMUP" "$TMP/warm-$name.txt"; done
+for name in "${NAMES[@]}"; do phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$FIRST_WARMUP" "$TMP/warm-$name.txt"; done
 RSS_SCALE=$(rss_mb "$SCALE_PID")
 RSS_ONE=$(rss_mb "$ONE_PID")
-
-# wrk_field NAME: a number of the WRK_RESULT line in $TMP/wrk.txt.
-wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 
 RUNS=()
 for ((round = 1; round <= ROUNDS; round++)); do
   if [ "$WARMUP" -gt 0 ]; then
-    for name in "${NAMES[@]}"; do phase "$name" "$(port_of "$name")" "$(links_of "$name")" "$WARMUP" "$TMP/warm.txt"; done
+    for name in "${NAMES[@]}"; do phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$WARMUP" "$TMP/warm.txt"; done
   fi
   quiet_service "$ALL_PID" # its PostgreSQL: the service's own process is stopped
   declare -A REQS=() SECS=() SERVER=() SERVICE=() BUSY=() P99S=()
   for ((slice = 1; slice <= SLICES; slice++)); do
     for name in "${NAMES[@]}"; do
-      pid=$(pid_of "$name")
+      pid=${PID_OF[$name]}
       # The servers not measured are stopped meanwhile (bench/redirect.sh does the same).
-      others=$(all_but "$pid" "$BARE_PID" "$ONE_PID" "$SCALE_PID" "$ONE_OFF_PID" "$SCALE_OFF_PID")
+      others=$(all_but "$pid" "${PID_OF[@]}")
       # shellcheck disable=SC2086 # one word per pid
       pause_pids $others
       server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
-      phase "$name" "$(port_of "$name")" "$(links_of "$name")" "$SLICE" "$TMP/wrk.txt"
+      phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$SLICE" "$TMP/wrk.txt"
       # For the CPU per request: the machine's ticks first, then the server's own and the
       # service's (its PostgreSQL); the rest is wrk's and the kernel's, mostly.
       busy=$(($(busy_ticks) - busy_before))
