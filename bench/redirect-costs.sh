@@ -85,7 +85,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   if [ "$WARMUP" -gt 0 ]; then
     for i in "${!MODES[@]}"; do phase "$i" "$LINKS" "$WARMUP" "$TMP/warm.txt"; done
   fi
-  REQS=() TICKS=() SECS=()
+  slices_reset
   for ((slice = 1; slice <= SLICES; slice++)); do
     for p in "${!NAMES[@]}"; do
       server=${SERVERS[$p]}
@@ -97,18 +97,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
       ticks=$(($(ticks_of "${PIDS[$server]}") - before))
       # shellcheck disable=SC2086
       resume_pids $others
-      requests=$(wrk_field requests) seconds=$(wrk_field duration_s)
-      [ -n "$requests" ] && [ "$requests" -gt 0 ] || die "wrk printed no result: $(cat "$TMP/wrk.txt")"
-      [ "$(wrk_field non3xx)" = 0 ] && [ "$(wrk_field socket_errors)" = 0 ] || die "phase ${NAMES[$p]} had errors: $(cat "$TMP/wrk.txt")"
-      REQS[p]=$((${REQS[p]:-0} + requests)) TICKS[p]=$((${TICKS[p]:-0} + ticks))
-      SECS[p]=$(awk -v a="${SECS[p]:-0}" -v b="$seconds" 'BEGIN { printf "%.3f", a + b }')
+      slice_add "${NAMES[$p]}" "$ticks" 0 0
     done
   done
   line="{"
-  for p in "${!NAMES[@]}"; do
-    awk -v n="${NAMES[$p]}" -v round="$round" -v r="${REQS[p]}" -v s="${SECS[p]}" -v t="${TICKS[p]}" -v hz="$HZ" \
-      'BEGIN { printf "round %s %-17s %9.1f req/s  %.2f us CPU a request\n", round, n, r / s, t / hz * 1e6 / r }'
-    line="$line\"${NAMES[$p]}\":{\"rps\":$(awk -v r="${REQS[p]}" -v s="${SECS[p]}" 'BEGIN { printf "%.1f", r / s }'),\"requests\":${REQS[p]},\"ticks\":${TICKS[p]}},"
+  for name in "${NAMES[@]}"; do
+    slice_line "$round" "$name"
+    line="$line\"$name\":$(slice_json "$name"),"
   done
   RUNS+=("${line%,}}")
 done
@@ -118,16 +113,16 @@ node -e '
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
   const names = ["bare", "address", "syscall", "table-one", "table-random", "table+address-one", "table+address"]
-  const cpu = (n) => median(rounds.map((r) => (r[n].ticks / Number(hz)) * 1e6 / r[n].requests))
+  const cpu = (n) => median(rounds.map((r) => (r[n].server_ticks / Number(hz)) * 1e6 / r[n].requests))
   const out = {}
   for (const n of names) {
     out[`${n}_rps`] = Number(median(rounds.map((r) => r[n].rps)).toFixed(1))
     out[`${n}_cpu_us`] = Number(cpu(n).toFixed(2))
   }
-  out.address_us = Number(median(rounds.map((r) => (r.address.ticks / r.address.requests - r.bare.ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
-  out.syscall_us = Number(median(rounds.map((r) => (r.syscall.ticks / r.syscall.requests - r.bare.ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
-  out.random_table_us = Number(median(rounds.map((r) => (r["table-random"].ticks / r["table-random"].requests - r["table-one"].ticks / r["table-one"].requests) / Number(hz) * 1e6)).toFixed(2))
-  out.random_with_address_us = Number(median(rounds.map((r) => (r["table+address"].ticks / r["table+address"].requests - r["table+address-one"].ticks / r["table+address-one"].requests) / Number(hz) * 1e6)).toFixed(2))
+  out.address_us = Number(median(rounds.map((r) => (r.address.server_ticks / r.address.requests - r.bare.server_ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
+  out.syscall_us = Number(median(rounds.map((r) => (r.syscall.server_ticks / r.syscall.requests - r.bare.server_ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
+  out.random_table_us = Number(median(rounds.map((r) => (r["table-random"].server_ticks / r["table-random"].requests - r["table-one"].server_ticks / r["table-one"].requests) / Number(hz) * 1e6)).toFixed(2))
+  out.random_with_address_us = Number(median(rounds.map((r) => (r["table+address"].server_ticks / r["table+address"].requests - r["table+address-one"].server_ticks / r["table+address-one"].requests) / Number(hz) * 1e6)).toFixed(2))
   out.random_vs_one = Number(median(rounds.map((r) => r["table-random"].rps / r["table-one"].rps)).toFixed(3))
   out.random_vs_one_with_address = Number(median(rounds.map((r) => r["table+address"].rps / r["table+address-one"].rps)).toFixed(3))
   console.log(`with the address read too: random paths cost ${out.random_with_address_us} us a request more than /s1; req/s random/one ${out.random_vs_one_with_address} (without the address read ${out.random_vs_one})`)

@@ -27,7 +27,7 @@
 # BENCH_WARMUP (s, default 3), BENCH_FIRST_WARMUP (s per server, default 15), BENCH_ROUNDS
 # (default 3), BENCH_THREADS
 # (default 1), BENCH_CONNECTIONS (default 64), BENCH_NICE (niceness of the service, default
-# 10), BENCH_KEEP=1, BENCH_CPU_PROF=DIR (CPU profiles of both redirectors). The last line on stdout is one JSON object:
+# 10), BENCH_KEEP=1, BENCH_CPU_PROF=DIR (CPU profiles of the two redirectors with capture on). The last line on stdout is one JSON object:
 #   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "idle_rss_mb", "idle_one_rss_mb", "table_rss_mb",
 #    "rss_mb", "one_rss_mb", "bare_rps",
 #    "one_rps", "scale_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
@@ -152,7 +152,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     for name in "${NAMES[@]}"; do phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$WARMUP" "$TMP/warm.txt"; done
   fi
   quiet_service "$ALL_PID" # its PostgreSQL: the service's own process is stopped
-  declare -A REQS=() SECS=() SERVER=() SERVICE=() BUSY=() P99S=()
+  slices_reset
   for ((slice = 1; slice <= SLICES; slice++)); do
     for name in "${NAMES[@]}"; do
       pid=${PID_OF[$name]}
@@ -168,25 +168,15 @@ for ((round = 1; round <= ROUNDS; round++)); do
       server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
       # shellcheck disable=SC2086
       resume_pids $others
-      requests=$(wrk_field requests)
-      [ -n "$requests" ] && [ "$requests" -gt 0 ] || die "wrk $name printed no result: $(cat "$TMP/wrk.txt")"
-      [ "$(wrk_field non3xx)" = 0 ] && [ "$(wrk_field socket_errors)" = 0 ] || die "phase $name had errors: $(cat "$TMP/wrk.txt")"
-      REQS[$name]=$((${REQS[$name]:-0} + requests))
-      SECS[$name]=$(awk -v a="${SECS[$name]:-0}" -v b="$(wrk_field duration_s)" 'BEGIN { printf "%.3f", a + b }')
-      SERVER[$name]=$((${SERVER[$name]:-0} + server)) SERVICE[$name]=$((${SERVICE[$name]:-0} + service))
-      BUSY[$name]=$((${BUSY[$name]:-0} + busy)) P99S[$name]="${P99S[$name]:-} $(wrk_field p99_ms)"
+      slice_add "$name" "$server" "$service" "$busy"
     done
   done
   line="{"
   for name in "${NAMES[@]}"; do
-    r=$(awk -v r="${REQS[$name]}" -v s="${SECS[$name]}" -v p="${P99S[$name]}" -v a="${SERVER[$name]}" -v b="${SERVICE[$name]}" -v c="${BUSY[$name]}" -v hz="$HZ" '
-      BEGIN { n = split(p, x, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
-              printf "{\"requests\":%d,\"duration_s\":%.3f,\"rps\":%.1f,\"p99_ms\":%.3f,\"server_ticks\":%d,\"service_ticks\":%d,\"busy_ticks\":%d,\"hz\":%d}", r, s, r / s, x[int((n + 1) / 2)], a, b, c, hz }')
-    printf '%s' "$r" | node -e 'let s="";process.stdin.on("data",c=>s+=c).on("end",()=>{const r=JSON.parse(s);console.log(`round '"$round"' ${process.argv[1].padEnd(9)} ${r.rps.toFixed(1).padStart(9)} req/s  p99 ${r.p99_ms.toFixed(2)} ms  ${((r.server_ticks / r.hz) * 1e6 / r.requests).toFixed(2)} us of its CPU a request`)})' "$name"
-    line="$line\"$name\":$r,"
+    slice_line "$round" "$name"
+    line="$line\"$name\":$(slice_json "$name"),"
   done
   RUNS+=("${line%,}}")
-  unset REQS SECS SERVER SERVICE BUSY P99S
 done
 
 node -e '
