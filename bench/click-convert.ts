@@ -9,6 +9,7 @@
  */
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { makeClickCapture } from "../apps/redirector/Clicks.js"
+import { SlugTable } from "../apps/redirector/SlugTable.js"
 import { EventLog, type OutgoingRecord } from "../domain/EventLog.js"
 
 const CLICKS = Number(process.env.BENCH_CLICKS ?? 400_000)
@@ -16,8 +17,24 @@ const UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Geck
 const peers = Array.from({ length: 256 }, (_, i) => Uint8Array.of(192, 0, 2, i).buffer)
 const secrets = { get: () => Effect.succeed(new Uint8Array(32)) }
 
-const run = async (linkOf: (i: number) => string) => {
-  const ids = Array.from({ length: CLICKS }, (_, i) => linkOf(i))
+// A million links, as the slug table holds them.
+const table = new SlugTable()
+table.reserve(1_000_000)
+for (let n = 1; n <= 1_000_000; n++) {
+  table.apply({
+    id: `link_scale${n}`,
+    accountId: "acct_bench",
+    slug: `s${n}`,
+    destinationUrl: `https://example.com/scale/${n}`,
+    active: true,
+    utm: null,
+    expiresAt: null,
+    updatedAt: 1
+  })
+}
+
+const run = async (linkOf: (i: number) => number) => {
+  const rows = Int32Array.from({ length: CLICKS }, (_, i) => table.rowOf(`/s${linkOf(i)}`))
   let events = 0
   let chars = 0
   const log = Layer.succeed(EventLog, {
@@ -37,7 +54,7 @@ const run = async (linkOf: (i: number) => string) => {
           maxBuffered: CLICKS
         })
         for (let i = 0; i < CLICKS; i++) {
-          buffer.record(ids[i]!, "acct_bench", 1_700_000_000_000 + (i >> 4), peers[i & 255]!, `${UA}`, "", "")
+          buffer.record(table, rows[i]!, 1_700_000_000_000 + (i >> 4), peers[i & 255]!, `${UA}`, "", "")
         }
       })
     ).pipe(Effect.provide(log), Effect.provide(Logger.minimumLogLevel(LogLevel.None)))
@@ -47,8 +64,8 @@ const run = async (linkOf: (i: number) => string) => {
 }
 
 for (const [name, linkOf] of [
-  ["one link", () => "link_scale1"],
-  ["random link of 1,000,000", () => `link_scale${1 + Math.floor(Math.random() * 1_000_000)}`]
+  ["one link", () => 1],
+  ["random link of 1,000,000", () => 1 + Math.floor(Math.random() * 1_000_000)]
 ] as const) {
   const r = await run(linkOf)
   console.log(`${name}: ${r.us} us CPU a click (record, convert, publish), ${r.events} events, ${r.mb} MB`)

@@ -13,17 +13,30 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { ClickBuffer } from "../apps/redirector/ClickRound.js"
 import { ClickSpool } from "../apps/redirector/ClickSpool.js"
+import { SlugTable } from "../apps/redirector/SlugTable.js"
 
 const CLICKS = 2_000_000
 const TURN = Number(process.env.BENCH_TURN ?? 64)
 const UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
-const entry = { location: "https://example.com/", linkId: "link_bench", accountId: "acct_bench", expiresAt: Infinity }
 const peers = Array.from({ length: 256 }, (_, i) => Uint8Array.of(192, 0, 2, i).buffer)
 
-// BENCH_LINKS=N: each click on a random link of N (distinct strings, as the slug table holds them).
+// BENCH_LINKS=N: each click on a random link of N, as the slug table holds them.
 const LINKS = Number(process.env.BENCH_LINKS ?? 1)
-const linkIds = Array.from({ length: LINKS }, (_, i) => (LINKS === 1 ? entry.linkId : `link_scale${i + 1}`))
-const picks = Int32Array.from({ length: 1 << 16 }, () => Math.floor(Math.random() * LINKS))
+const table = new SlugTable()
+table.reserve(LINKS)
+for (let n = 1; n <= LINKS; n++) {
+  table.apply({
+    id: `link_scale${n}`,
+    accountId: "acct_bench",
+    slug: `s${n}`,
+    destinationUrl: `https://example.com/scale/${n}`,
+    active: true,
+    utm: null,
+    expiresAt: null,
+    updatedAt: 1
+  })
+}
+const rows = Int32Array.from({ length: 1 << 16 }, () => table.rowOf(`/s${1 + Math.floor(Math.random() * LINKS)}`))
 
 const run = (spool: ClickSpool | undefined) => {
   const buffer = new ClickBuffer(Number.MAX_SAFE_INTEGER, 10_000)
@@ -35,15 +48,7 @@ const run = (spool: ClickSpool | undefined) => {
   let writeNs = 0n
   for (let i = 0; i < CLICKS; i++) {
     // A fresh string per request, as a header read gives one.
-    buffer.record(
-      linkIds[picks[i & 0xffff]!]!,
-      entry.accountId,
-      1_700_000_000_000 + i,
-      peers[i & 255]!,
-      `${UA}`,
-      "",
-      ""
-    )
+    buffer.record(table, rows[i & 0xffff]!, 1_700_000_000_000 + i, peers[i & 255]!, `${UA}`, "", "")
     if (spool !== undefined && i % TURN === TURN - 1) {
       const t = process.hrtime.bigint()
       spool.write(buffer.current)

@@ -1,3 +1,5 @@
+import type { ClickRound } from "./ClickRound.js"
+
 /**
  * JSON characters of an event's lists (its distinct links, countries, referrers and visitors)
  * at most: a visitor's entry is ~75 characters, a link's ~30, and each click adds at most ~25
@@ -21,18 +23,32 @@ export class ClickGroup {
   lastAt = 0
   /** JSON characters in the lists so far. */
   listChars = 0
-  /** Link ids as they are (JSON at the end); the other lists hold their values' JSON. */
-  readonly links = new Map<string, number>()
+  /** The links' ids, by their index in the event (JSON at the end); the other lists hold their values' JSON. */
+  readonly linkIds: Array<string> = []
+  /** Link number (ClickRound.runLink) to its index in `linkIds`. */
+  readonly links = new Map<number, number>()
   readonly countries = new Map<string, number>()
   readonly referrers = new Map<string, number>()
   readonly visitors = new Map<string, number>()
   constructor(readonly accountId: string) {}
-  indexOf(values: Map<string, number>, json: string) {
+  private indexOf(values: Map<string, number>, json: string) {
     let i = values.get(json)
     if (i === undefined) {
       i = values.size
       values.set(json, i)
       this.listChars += json.length + 1
+    }
+    return i
+  }
+  /** The index in the event of the link of `round`'s run `r`, whose number is `link`. */
+  linkIndex(link: number, round: ClickRound, r: number) {
+    let i = this.links.get(link)
+    if (i === undefined) {
+      i = this.linkIds.length
+      const id = round.linkIdOf(r)
+      this.linkIds.push(id)
+      this.links.set(link, i)
+      this.listChars += id.length + 3
     }
     return i
   }
@@ -48,7 +64,7 @@ export class ClickGroup {
   take(): string {
     const list = (values: Map<string, number>) => [...values.keys()].join(",")
     const data =
-      `{"links":${JSON.stringify([...this.links.keys()])},` +
+      `{"links":${JSON.stringify(this.linkIds)},` +
       `"link":[${this.link.join(",")}],` +
       `"countries":[${list(this.countries)}],` +
       `"referrer_hosts":[${list(this.referrers)}],"visitors":[${list(this.visitors)}],` +
@@ -62,6 +78,7 @@ export class ClickGroup {
     this.lastAt = 0
     this.listChars = 0
     this.links.clear()
+    this.linkIds.length = 0
     this.countries.clear()
     this.referrers.clear()
     this.visitors.clear()

@@ -1,5 +1,16 @@
 import { randomBytes } from "node:crypto"
 import { ipText, ipv4Offset } from "../../infra/http/HttpServer.js"
+import { MAX_RUN_ENTRY } from "./SlugTable.js"
+
+/** What recording a click asks of the slug table (SlugTable implements it), by the row its lookup gave. */
+export interface ClickLinks {
+  /** The row's link: a number no other link of the table ever has. */
+  linkNumber(row: number): number
+  /** The row's account id (one string per account). */
+  accountId(row: number): string
+  /** The row's run entry (ids as the spool keeps them, at most MAX_RUN_ENTRY bytes) at `at` in `out`; its end. */
+  writeRun(row: number, out: Buffer, at: number): number
+}
 
 /** A round's event id prefix: unique without a CSPRNG call per event. */
 const newRoundId = () => `evt_${randomBytes(10).toString("hex")}`
@@ -43,6 +54,13 @@ export class Interned {
   }
 }
 
+/** `a` in a new array of `size` (larger). */
+const widen = <T extends Float64Array | Int32Array>(a: T, size: number): T => {
+  const b = new (a.constructor as new (n: number) => T)(size)
+  b.set(a)
+  return b
+}
+
 /** An IPv4 address (also IPv4-mapped IPv6) as one int32; undefined for other addresses. */
 const ipv4Key = (b: Uint8Array): number | undefined => {
   const o = ipv4Offset(b)
@@ -55,6 +73,12 @@ const ipv4Key = (b: Uint8Array): number | undefined => {
  * click allocates nothing that outlives the request (the header strings a request reads die
  * young unless they are new this round), so a busy redirector does not promote every click's
  * strings into the old generation and pay for them in long collections.
+ *
+ * A click's link is its **run**'s: each run of clicks on one link (a new one whenever the link
+ * differs from the last click's) has the link's number and its account, and its entry in
+ * `runBytes`: the link's and the account's id as the crash spool writes them, copied from the
+ * slug table's record while the lookup has it in the cache. So a click on a link that is in no
+ * cache touches no string of it, and the spool writes the entries as they are.
  */
 export class ClickRound {
   count = 0
@@ -66,9 +90,21 @@ export class ClickRound {
   id = newRoundId()
   /** What the spool knows of this round (its segment and how much of the round is in it). */
   spool: unknown = undefined
-  /** Per click: the link and its account, the slug table's own strings (nothing copied per click). */
-  linkIds: Array<string | undefined>
-  accountIds: Array<string | undefined>
+  /** Per click: the index of its run. */
+  run: Int32Array
+  /** Runs so far. */
+  runs = 0
+  /** Per run: its link's number (the slug table's, or the reader's for a round read back), its account (index into `accountValues`), where its entry starts in `runBytes`. */
+  runLink: Int32Array
+  runAccount: Int32Array
+  runAt: Int32Array
+  /** The runs' entries: per run the u32 length and bytes of its link id, then of its account id. */
+  runBytes: Buffer
+  /** Bytes of `runBytes` in use. */
+  runEnd = 0
+  /** The link number of the last click (-1: none yet). */
+  private lastLink = -1
+  readonly accountValues = new Interned()
   times: Float64Array
   peers: Int32Array
   agents: Int32Array
@@ -81,8 +117,11 @@ export class ClickRound {
   readonly countryValues = new Interned()
 
   constructor(capacity: number) {
-    this.linkIds = new Array(capacity)
-    this.accountIds = new Array(capacity)
+    this.run = new Int32Array(capacity)
+    this.runLink = new Int32Array(capacity)
+    this.runAccount = new Int32Array(capacity)
+    this.runAt = new Int32Array(capacity)
+    this.runBytes = Buffer.allocUnsafe(capacity * 64)
     this.times = new Float64Array(capacity)
     this.peers = new Int32Array(capacity)
     this.agents = new Int32Array(capacity)
@@ -90,20 +129,34 @@ export class ClickRound {
     this.countries = new Int32Array(capacity)
   }
 
-  /** A click read back from a spool: values by index into the round's lists, which the reader filled. */
-  pushIndexes(
-    linkId: string,
-    accountId: string,
-    time: number,
-    peer: number,
-    agent: number,
-    referer: number,
-    country: number
-  ) {
+  /** The link id of run `r` (a new string: for the flusher, once per link and event). */
+  linkIdOf(r: number): string {
+    const at = this.runAt[r]!
+    return this.runBytes.toString("latin1", at + 4, at + 4 + this.runBytes.readUInt32LE(at))
+  }
+
+  /** The account id of run `r`. */
+  accountIdOf(r: number): string {
+    return this.accountValues.values[this.runAccount[r]!]!
+  }
+
+  /** A run read back from a spool: `link` numbers the reader's distinct link ids; ids of visible ASCII, at most MAX_ID long. */
+  pushRun(link: number, linkId: string, accountId: string) {
+    const r = this.startRun(link, accountId) // may widen runBytes
+    const out = this.runBytes
+    let at = this.runAt[r]!
+    for (const id of [linkId, accountId]) {
+      out.writeUInt32LE(id.length, at)
+      at += 4 + out.write(id, at + 4, "latin1")
+    }
+    this.runEnd = at
+  }
+
+  /** A click read back from a spool: its run and values by index into the round's lists, which the reader filled. */
+  pushIndexes(run: number, time: number, peer: number, agent: number, referer: number, country: number) {
     const i = this.count
     if (i === this.times.length) this.grow()
-    this.linkIds[i] = linkId
-    this.accountIds[i] = accountId
+    this.run[i] = run
     this.times[i] = time
     this.peers[i] = peer
     this.agents[i] = agent
@@ -125,25 +178,42 @@ export class ClickRound {
     return i
   }
 
-  private grow() {
-    const size = this.times.length * 2
-    const widen = <T extends Float64Array | Int32Array>(a: T, make: (n: number) => T): T => {
-      const b = make(size)
-      b.set(a)
-      return b
+  /** A new run of `link`'s clicks (its entry is the caller's to write from `runAt`, with room for MAX_RUN_ENTRY bytes). */
+  private startRun(link: number, accountId: string): number {
+    const r = this.runs
+    if (r === this.runLink.length) {
+      const size = r * 2
+      this.runLink = widen(this.runLink, size)
+      this.runAccount = widen(this.runAccount, size)
+      this.runAt = widen(this.runAt, size)
     }
-    this.linkIds.length = size
-    this.accountIds.length = size
-    this.times = widen(this.times, (n) => new Float64Array(n))
-    this.peers = widen(this.peers, (n) => new Int32Array(n))
-    this.agents = widen(this.agents, (n) => new Int32Array(n))
-    this.referers = widen(this.referers, (n) => new Int32Array(n))
-    this.countries = widen(this.countries, (n) => new Int32Array(n))
+    if (this.runEnd + MAX_RUN_ENTRY > this.runBytes.length) {
+      const wider = Buffer.allocUnsafe(Math.max(this.runBytes.length * 2, this.runEnd + MAX_RUN_ENTRY))
+      this.runBytes.copy(wider, 0, 0, this.runEnd)
+      this.runBytes = wider
+    }
+    this.runLink[r] = link
+    this.runAccount[r] = this.accountValues.of(accountId)
+    this.runAt[r] = this.runEnd
+    this.runs = r + 1
+    this.lastLink = link
+    return r
   }
 
+  private grow() {
+    const size = this.times.length * 2
+    this.run = widen(this.run, size)
+    this.times = widen(this.times, size)
+    this.peers = widen(this.peers, size)
+    this.agents = widen(this.agents, size)
+    this.referers = widen(this.referers, size)
+    this.countries = widen(this.countries, size)
+  }
+
+  /** A click on the link at `row` of `links` (the slug table). */
   push(
-    linkId: string,
-    accountId: string,
+    links: ClickLinks,
+    row: number,
     time: number,
     peer: ArrayBuffer | string,
     userAgent: string,
@@ -152,8 +222,12 @@ export class ClickRound {
   ) {
     const i = this.count
     if (i === this.times.length) this.grow()
-    this.linkIds[i] = linkId
-    this.accountIds[i] = accountId
+    const link = links.linkNumber(row)
+    if (link !== this.lastLink) {
+      const r = this.startRun(link, links.accountId(row))
+      this.runEnd = links.writeRun(row, this.runBytes, this.runAt[r]!)
+    }
+    this.run[i] = this.runs - 1
     this.times[i] = time
     this.peers[i] = this.peerOf(peer)
     this.agents[i] = this.agentValues.of(userAgent)
@@ -164,9 +238,11 @@ export class ClickRound {
 
   /** Empty again, for reuse; forgets the links it pointed to. */
   reset() {
-    this.linkIds.fill(undefined, 0, this.count)
-    this.accountIds.fill(undefined, 0, this.count)
     this.count = 0
+    this.runs = 0
+    this.runEnd = 0
+    this.lastLink = -1
+    this.accountValues.clear()
     this.id = newRoundId()
     this.spool = undefined
     this.peerValues.clear()
@@ -213,10 +289,10 @@ export class ClickBuffer {
     this.current = new ClickRound(Math.min(batchSize, 16_384))
   }
 
-  /** `peer` as HttpExchange.remoteAddressRaw gives it: 4 or 16 bytes, or the text. */
+  /** A click on the link at `row` of `links`; `peer` as HttpExchange.remoteAddressRaw gives it: 4 or 16 bytes, or the text. */
   record(
-    linkId: string,
-    accountId: string,
+    links: ClickLinks,
+    row: number,
     time: number,
     peer: ArrayBuffer | string,
     userAgent: string,
@@ -227,7 +303,7 @@ export class ClickBuffer {
       this.dropped++
       return
     }
-    this.current.push(linkId, accountId, time, peer, userAgent, referer, country)
+    this.current.push(links, row, time, peer, userAgent, referer, country)
     this.captured++
     if (this.spoolIdle) this.spool!.wake()
     if (++this.count >= this.batchSize && this.wake !== undefined) this.wake()

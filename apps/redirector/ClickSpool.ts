@@ -5,6 +5,7 @@ import { crc32 } from "node:zlib"
 import { Config, Effect } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type ClickBuffer, ClickRound, type Interned, type RoundSpool } from "./ClickRound.js"
+import { MAX_ID } from "./SlugTable.js"
 import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 
 /**
@@ -23,13 +24,14 @@ interface Segment {
   written: number
   /** Values of the round's lists (peers, agents, referers, countries) in the file. */
   readonly values: [number, number, number, number]
-  /** Links in the file (one per run of clicks on the same link): the index of the next. */
-  links: number
-  /** The link of the file's last click (a run on it goes on in the next write). */
-  lastLink: string | undefined
+  /** Bytes of the round's run entries in the file (`ClickRound.runBytes`). */
+  runBytes: number
 }
 
-/** Frame types: a list's new values (JSON), clicks (columns), link runs (binary). */
+/**
+ * Frame types: a list's new values (JSON), clicks (columns), link runs (binary: the round's
+ * run entries as they are, so a click's link column is the index of its run in the round).
+ */
 const VALUES = 1
 const CLICKS = 2
 const LINKS = 3
@@ -44,6 +46,9 @@ const columnsOf = (round: ClickRound): ReadonlyArray<Interned> => [
   round.countryValues
 ]
 
+/** An id as the slug table holds ids (SlugTable.ts): visible ASCII, at most MAX_ID characters. */
+const readableId = (id: string) => id.length <= MAX_ID && /^[\x21-\x7e]+$/.test(id)
+
 const bytes = (a: Float64Array | Int32Array, from: number, count: number) =>
   new Uint8Array(a.buffer, a.byteOffset + from * a.BYTES_PER_ELEMENT, count * a.BYTES_PER_ELEMENT)
 
@@ -55,8 +60,16 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
   const round = new ClickRound(1024)
   round.id = id
   const columns = columnsOf(round)
-  const links: Array<string> = []
-  const accounts: Array<string> = []
+  // Each distinct link id a number, so the flusher tells the runs' links apart as it does live ones.
+  const numbers = new Map<string, number>()
+  const run = (linkId: string, accountId: string) => {
+    let n = numbers.get(linkId)
+    if (n === undefined) {
+      n = numbers.size
+      numbers.set(linkId, n)
+    }
+    round.pushRun(n, linkId, accountId)
+  }
   let off = 0
   while (off + 8 <= data.length) {
     const length = data.readUInt32LE(off)
@@ -69,8 +82,8 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
       if (!Array.isArray(values)) break
       if (body[1] === ENTRY_COLUMN) {
         for (const [linkId, accountId] of values as Array<[string, string]>) {
-          links.push(String(linkId))
-          accounts.push(String(accountId))
+          if (!readableId(linkId) || !readableId(accountId)) return round
+          run(linkId, accountId)
         }
       } else {
         const column = columns[body[1]!]
@@ -78,33 +91,32 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
         for (const v of values) column.of(String(v))
       }
     } else if (body[0] === LINKS) {
-      // Per link: u32 length and UTF-8 of its id, then the same of its account's id.
+      // Per run: u32 length and bytes of its link id, then the same of its account's id.
       let p = 1
       const text = () => {
         if (p + 4 > body.length) return undefined
         const n = body.readUInt32LE(p)
         if (p + 4 + n > body.length) return undefined
-        const s = body.toString("utf8", p + 4, p + 4 + n)
+        const s = body.toString("latin1", p + 4, p + 4 + n)
         p += 4 + n
-        return s
+        return readableId(s) ? s : undefined
       }
       while (p < body.length) {
         const linkId = text()
         const accountId = text()
         if (linkId === undefined || accountId === undefined) return round
-        links.push(linkId)
-        accounts.push(accountId)
+        run(linkId, accountId)
       }
     } else if (body[0] === CLICKS && body.length >= 5) {
       const n = body.readUInt32LE(1)
       if (body.length !== 5 + 28 * n) break
       const at = (col: number, i: number) => body.readInt32LE(5 + 8 * n + 4 * (col * n + i))
-      const limits = [links.length, ...columns.map((c) => c.values.length)]
+      const limits = [round.runs, ...columns.map((c) => c.values.length)]
       for (let i = 0; i < n; i++) {
         const idx = [0, 1, 2, 3, 4].map((col) => at(col, i))
         if (idx.some((x, col) => x >= limits[col]! || x < (col >= 3 ? -1 : 0))) return round
         const [link, peer, agent, referer, country] = idx as [number, number, number, number, number]
-        round.pushIndexes(links[link]!, accounts[link]!, body.readDoubleLE(5 + 8 * i), peer, agent, referer, country)
+        round.pushIndexes(link, body.readDoubleLE(5 + 8 * i), peer, agent, referer, country)
       }
     } else {
       break
@@ -142,8 +154,6 @@ export class ClickSpool implements RoundSpool {
   private readonly host = safeHost()
   /** The buffer every write is framed in (grows, never shrinks). */
   private out = Buffer.allocUnsafe(1 << 16)
-  /** Per click of a write, the index of its link in the file. */
-  private linkOf = new Int32Array(1024)
 
   constructor(
     readonly dir: string,
@@ -174,7 +184,7 @@ export class ClickSpool implements RoundSpool {
         continue
       }
       held.add(claimed)
-      round.spool = { path: claimed, fd: -1, written: round.count, values: [0, 0, 0, 0], links: 0, lastLink: undefined }
+      round.spool = { path: claimed, fd: -1, written: round.count, values: [0, 0, 0, 0], runBytes: round.runEnd }
       this.recovered.push(round)
     }
   }
@@ -203,9 +213,9 @@ export class ClickSpool implements RoundSpool {
   /**
    * Appends the round's clicks not written yet; says whether there were any. Everything is
    * framed in one buffer kept for every write (one writeSync, nothing allocated per click): a
-   * frame of each list's new values, a frame of the links of the new clicks (each run of
-   * clicks on one link names it once: no map, so a million links cost what one does) and the
-   * clicks' columns.
+   * frame of each list's new values, a frame of the round's new run entries (each run of
+   * clicks on one link names it once, copied as the round has it: no map, no string, so a
+   * million links cost what one does) and the clicks' columns.
    */
   write(round: ClickRound): boolean {
     const n = round.count
@@ -221,8 +231,7 @@ export class ClickSpool implements RoundSpool {
           fd: fs.openSync(file, "a", 0o600),
           written: 0,
           values: [0, 0, 0, 0],
-          links: 0,
-          lastLink: undefined
+          runBytes: 0
         }
       } catch (error) {
         return this.fail(round, undefined, error)
@@ -246,33 +255,21 @@ export class ClickSpool implements RoundSpool {
         segment.values[c] = values.length
       }
     }
-    if (this.linkOf.length < count) this.linkOf = new Int32Array(Math.max(count, this.linkOf.length * 2))
-    const linkOf = this.linkOf
-    const { linkIds, accountIds } = round
-    let last = segment.lastLink
-    let index = segment.links - 1
-    let at = this.reserve(end, 1)
-    const linksFrame = end
-    this.out[at++] = LINKS
-    for (let i = 0; i < count; i++) {
-      const linkId = linkIds[from + i]!
-      if (linkId !== last) {
-        last = linkId
-        index++
-        const accountId = accountIds[from + i]!
-        this.reserve(at, 8 + 3 * (linkId.length + accountId.length))
-        at = this.putText(this.putText(at, linkId), accountId)
-      }
-      linkOf[i] = index
+    const runsFrom = segment.runBytes
+    const runsEnd = round.runEnd
+    if (runsEnd > runsFrom) {
+      const body = this.reserve(end, 1 + runsEnd - runsFrom)
+      this.out[body] = LINKS
+      round.runBytes.copy(this.out, body + 1, runsFrom, runsEnd)
+      end = this.endFrame(end, body + 1 + runsEnd - runsFrom)
     }
-    if (index >= segment.links) end = this.endFrame(linksFrame, at)
     const body = this.reserve(end, 5 + 28 * count)
     this.out[body] = CLICKS
     this.out.writeUInt32LE(count, body + 1)
-    at = body + 5
+    let at = body + 5
     for (const column of [
       bytes(round.times, from, count),
-      bytes(linkOf, 0, count),
+      bytes(round.run, from, count),
       bytes(round.peers, from, count),
       bytes(round.agents, from, count),
       bytes(round.referers, from, count),
@@ -289,8 +286,7 @@ export class ClickSpool implements RoundSpool {
       return this.fail(round, segment, error)
     }
     segment.written = n
-    segment.links = index + 1
-    segment.lastLink = last
+    segment.runBytes = runsEnd
     this.spooled += count
     return true
   }
@@ -310,26 +306,6 @@ export class ClickSpool implements RoundSpool {
     this.out.writeUInt32LE(end - start - 8, start)
     this.out.writeUInt32LE(crc32(this.out.subarray(start + 8, end)) >>> 0, start + 4)
     return end
-  }
-
-  /**
-   * A string at `at`: u32 length, then its UTF-8. Ids are ASCII: copied char by char, which
-   * costs less than a call into Buffer.write for strings this short (the call for any other).
-   */
-  private putText(at: number, s: string): number {
-    const out = this.out
-    const length = s.length
-    for (let k = 0; k < length; k++) {
-      const c = s.charCodeAt(k)
-      if (c >= 0x80) {
-        const n = out.write(s, at + 4)
-        out.writeUInt32LE(n, at)
-        return at + 4 + n
-      }
-      out[at + 4 + k] = c
-    }
-    out.writeUInt32LE(length, at)
-    return at + 4 + length
   }
 
   /** A file that cannot be written is deleted (a part of a round must never be published under its ids). */

@@ -136,7 +136,7 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
       Effect.gen(function* () {
         const round = buffer.retry[0]!
         const n = round.count
-        const { times, linkIds, accountIds, peers, agents, referers, countries } = round
+        const { times, run, runLink, runAccount, peers, agents, referers, countries } = round
         const peerTexts = round.peerValues.values
         const agentTexts = round.agentValues.values
         const refererTexts = round.refererValues.values
@@ -157,7 +157,8 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
         let sequence = 0
         let records: Array<OutgoingRecord> = []
         let recordClicks = 0
-        const groups = new Map<string, ClickGroup>()
+        /** By the account's index in the round (`ClickRound.accountValues`). */
+        const groups: Array<ClickGroup | undefined> = []
         let recordChars = 0
         /** The events made so far become one publish; later ones go out after it, so an account's stay in order. */
         const publishChunk = () => {
@@ -183,22 +184,22 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
         const visitorsByDay = new Map<number, Map<number, string>>()
         let visitors = new Map<number, string>()
         let visitorsDay = -1
-        // The last click's link, its account's group and its index in the group's links:
-        // a link's clicks often come in a row.
-        let lastLink: string | undefined
+        // The last click's run, its account's group and its link's index in the group's links:
+        // a run's clicks come in a row.
+        let lastRun = -1
         let group: ClickGroup | undefined
         let link = 0
         for (let i = 0; i < n; i++) {
-          const linkId = linkIds[i]!
-          if (linkId !== lastLink) {
-            lastLink = linkId
-            const accountId = accountIds[i]!
-            group = groups.get(accountId)
+          const clickRun = run[i]!
+          if (clickRun !== lastRun) {
+            lastRun = clickRun
+            const account = runAccount[clickRun]!
+            group = groups[account]
             if (group === undefined) {
-              group = new ClickGroup(accountId)
-              groups.set(accountId, group)
+              group = new ClickGroup(round.accountIdOf(clickRun))
+              groups[account] = group
             }
-            link = group.indexOf(group.links, linkId)
+            link = group.linkIndex(runLink[clickRun]!, round, clickRun)
           }
           const time = times[i]!
           const day = utcDay(time)
@@ -222,11 +223,11 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
           if (group!.at.length >= clicksPerEvent || group!.listChars >= MAX_EVENT_LIST_CHARS) {
             emit(group!)
             // The group's links start over: the next click looks its link up again.
-            lastLink = undefined
+            lastRun = -1
           }
           if ((i + 1) % CONVERT_SLICE === 0) yield* Effect.sleep(0)
         }
-        for (const g of groups.values()) if (g.at.length > 0) emit(g)
+        for (const g of groups) if (g !== undefined && g.at.length > 0) emit(g)
         publishChunk()
         const segment = spool?.detach(round)
         // After the round's own chunks: deleted once they are all acknowledged.

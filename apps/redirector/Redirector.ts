@@ -114,8 +114,8 @@ export const makeRedirectHandler = (
         if (now <= table.expiresAt(row)) {
           if (clicks !== undefined && method === "GET") {
             clicks.record(
-              table.linkId(row),
-              table.accountId(row),
+              table,
+              row,
               now,
               visitorAddress(ex),
               ex.header("user-agent"),

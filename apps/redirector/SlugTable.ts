@@ -34,10 +34,11 @@ export interface LinkState {
 }
 
 /**
- * A record's fixed part, in bytes: two times (float64 at 0 and 8), then four int32 fields;
- * the path's bytes follow it, then the Location's. Records start at multiples of 8.
+ * A record's fixed part, in bytes: two times (float64 at 0 and 8), then six int32 fields;
+ * the path's bytes follow it, then the link id's, then the Location's. Records start at
+ * multiples of 8.
  */
-const HEAD = 32
+const HEAD = 40
 /** Float64 fields (from the record's offset / 8). */
 const EXPIRES_AT = 0
 const UPDATED_AT = 1
@@ -47,6 +48,9 @@ const PATH_LENGTH = 5
 const LOCATION_LENGTH = 6
 /** Bytes the record has for a Location: an update that fits is written in place. */
 const LOCATION_ROOM = 7
+/** The number of the link's account (`SlugTable.accountIds`). */
+const ACCOUNT = 8
+const ID_LENGTH = 9
 /** A record that does not redirect keeps its version with this expiry: every time is after it. */
 const NO_REDIRECT = Number.NEGATIVE_INFINITY
 /** The longest path a record holds: "/" and a slug of at most 32 characters, with room to spare. */
@@ -57,8 +61,8 @@ const INITIAL_SLOTS = 1 << 10
 /** Bytes of moved records (older versions of a grown Location) worth a compaction. */
 const COMPACT_AFTER = 16 << 20
 
-/** Arena bytes a reservation gives each path: a record with a Location of ~60 characters. */
-const RESERVE_BYTES_PER_PATH = 128
+/** Arena bytes a reservation gives each path: a record with a link id of ~30 and a Location of ~80 characters. */
+const RESERVE_BYTES_PER_PATH = 160
 /** Paths and arena bytes a reservation asks for at most: a wrong estimate must not ask for gigabytes. */
 const MAX_RESERVE = 1 << 24
 const MAX_RESERVE_BYTES = 1 << 30
@@ -86,6 +90,14 @@ const MOVED = -1
 /** A path of visible ASCII no longer than MAX_PATH: what a request line can name byte for byte. */
 const storablePath = (path: string) => path.length <= MAX_PATH && /^[\x21-\x7e]+$/.test(path)
 
+/** The longest link or account id the table holds (ids are a prefix and 22 base62 characters). */
+export const MAX_ID = 255
+/** Ids of visible ASCII no longer than MAX_ID: what a click's run entry carries byte for byte (ClickRound.ts). */
+const storableId = (id: string) => id.length <= MAX_ID && /^[\x21-\x7e]+$/.test(id)
+
+/** Bytes of a run entry (`SlugTable.writeRun`) at most: the two ids with their lengths. */
+export const MAX_RUN_ENTRY = 8 + 2 * MAX_ID
+
 /**
  * The redirector's in-memory projection of links.v1: request path ("/" + slug) to what a
  * redirect needs, for a million links and more, laid out so that a random lookup touches as
@@ -93,14 +105,16 @@ const storablePath = (path: string) => path.length <= MAX_PATH && /^[\x21-\x7e]+
  * miss: bench/slug-table-lookup.ts).
  *
  * - Each path has one **record** in one arena of bytes: its expiry and version, its link's
- *   number, the path's bytes and the Location's bytes, side by side. A lookup reads one slot of
- *   the hash index and then the record, usually one or two cache lines; the redirect's
- *   Location is a view of the record's bytes (uWebSockets.js copies it from there).
+ *   number and its account's, the path's bytes, the link id's and the Location's, side by side.
+ *   A lookup reads one slot of the hash index and then the record, usually one or two cache
+ *   lines; the redirect's Location is a view of the record's bytes (uWebSockets.js copies it
+ *   from there), and click capture copies the link id from the same lines (`writeRun`): a
+ *   click on a link that is in no cache touches nothing else of it.
  * - The **index** is open addressing with linear probing over an Int32Array of slots, each a
  *   path's hash and its record's offset: a probe compares the hash before it reads a record.
  *   The hash is seeded per process: which slots slugs land in is not known outside it, so
  *   nobody can pick custom slugs that pile up in one run of slots.
- * - The link and account ids, which only click capture reads, are strings by link number.
+ * - Account ids, few, are strings (and bytes) by account number.
  *
  * A link's slug never changes (UpdateLink takes the URL alone, options are UTM and expiry)
  * and links are disabled, never erased, so a path names one link for good: a record is never
@@ -126,14 +140,14 @@ export class SlugTable {
   private slots = new Int32Array(INITIAL_SLOTS * 2)
   private mask = INITIAL_SLOTS - 1
   private readonly seed = randomBytes(4).readInt32LE(0) | 1
-  /**
-   * By link number n: the link's id at 2n and its account's id at 2n + 1 (one cache line for
-   * both; undefined while the link does not redirect).
-   */
-  private readonly ids: Array<string | undefined> = []
-  /** One copy of each account's id: every row and event brings its own. */
-  private readonly accounts = new Map<string, string>()
+  /** Link numbers given so far (one per path: a record's link number is never another link's). */
+  private links = 0
+  /** By account number: the account's id, as a string and as bytes (one copy each, whatever the rows bring). */
+  private readonly accountIds: Array<string> = []
+  private readonly accountBytes: Array<Buffer> = []
+  private readonly accounts = new Map<string, number>()
   private lastAccount = ""
+  private lastAccountNumber = -1
   /** Links that redirect. */
   size = 0
   /** Set once the database load has finished. */
@@ -195,15 +209,45 @@ export class SlugTable {
    */
   location(row: number): Uint8Array {
     const i = row >>> 2
-    return new Uint8Array(this.buffer, row + HEAD + this.i32[i + PATH_LENGTH]!, this.i32[i + LOCATION_LENGTH]!)
+    return new Uint8Array(this.buffer, this.locationAt(row), this.i32[i + LOCATION_LENGTH]!)
   }
 
+  /** The record's link number: no other link of this table ever has it. */
+  linkNumber(row: number): number {
+    return this.i32[(row >>> 2) + LINK]!
+  }
+
+  /** The record's link id (a new string: not for the request path, which copies bytes with `writeRun`). */
   linkId(row: number): string {
-    return this.ids[this.i32[(row >>> 2) + LINK]! * 2]!
+    const i = row >>> 2
+    const from = row + HEAD + this.i32[i + PATH_LENGTH]!
+    return this.bytes.toString("latin1", from, from + this.i32[i + ID_LENGTH]!)
   }
 
+  /** The record's account id (the table's one string for that account). */
   accountId(row: number): string {
-    return this.ids[this.i32[(row >>> 2) + LINK]! * 2 + 1]!
+    return this.accountIds[this.i32[(row >>> 2) + ACCOUNT]!]!
+  }
+
+  /**
+   * The record's run entry at `at` in `out` (room for MAX_RUN_ENTRY bytes): the u32 length and
+   * bytes of the link id, then of the account id, as the crash spool keeps them
+   * (ClickSpool.ts); says where it ends. Copied from the record, whose lines the lookup has
+   * just read, byte by byte (ids are short: less than a call), allocating nothing.
+   */
+  writeRun(row: number, out: Buffer, at: number): number {
+    const i = row >>> 2
+    const bytes = this.bytes
+    const from = row + HEAD + this.i32[i + PATH_LENGTH]!
+    const n = this.i32[i + ID_LENGTH]!
+    out.writeUInt32LE(n, at)
+    for (let k = 0; k < n; k++) out[at + 4 + k] = bytes[from + k]!
+    at += 4 + n
+    const account = this.accountBytes[this.i32[i + ACCOUNT]!]!
+    const m = account.length
+    out.writeUInt32LE(m, at)
+    for (let k = 0; k < m; k++) out[at + 4 + k] = account[k]!
+    return at + 4 + m
   }
 
   /** ms since the epoch after which the record's link answers 404; Infinity when it never expires. */
@@ -229,7 +273,7 @@ export class SlugTable {
 
   /** Paths the table holds a record for, tombstones included. */
   get rowCount(): number {
-    return this.ids.length / 2
+    return this.links
   }
 
   /**
@@ -251,11 +295,12 @@ export class SlugTable {
 
   /**
    * Applies a state unless the table holds a newer one; says whether it applied. A slug that
-   * is not visible ASCII can never match a request path byte for byte: it is not held.
+   * is not visible ASCII can never match a request path byte for byte: it is not held; nor is
+   * a link whose ids are not visible ASCII (the service makes none: infra/Ids.ts).
    */
   apply(state: LinkState): boolean {
     const path = `/${state.slug}`
-    if (!storablePath(path)) return false
+    if (!storablePath(path) || !storableId(state.id) || !storableId(state.accountId)) return false
     const h = this.hash(path)
     let at = this.find(path, h)
     if (at >= 0 && state.updatedAt < this.f64[(at >>> 3) + UPDATED_AT]!) return false
@@ -264,59 +309,73 @@ export class SlugTable {
     const location =
       state.active && !isReservedSlug(state.slug) ? prepareLocation(state.destinationUrl, state.utm) : null
     const room = location?.length ?? 0
-    let link: number
     if (at < 0) {
-      link = this.ids.length / 2
-      this.ids.push(undefined, undefined)
-      at = this.insert(path, h, link, room)
+      at = this.insert(path, h, this.links++, state.id, room)
     } else {
-      link = this.i32[(at >>> 2) + LINK]!
       if (this.f64[at >>> 3] !== NO_REDIRECT) this.size--
-      if (room > this.i32[(at >>> 2) + LOCATION_ROOM]!) at = this.move(path, h, at, room)
+      // A path names one link for good; a state that says otherwise takes a record of its own.
+      if (room > this.i32[(at >>> 2) + LOCATION_ROOM]! || !this.holdsId(at, state.id)) {
+        at = this.move(path, h, at, state.id, room)
+      }
     }
     const i = at >>> 2
     this.f64[(at >>> 3) + UPDATED_AT] = state.updatedAt
+    this.i32[i + ACCOUNT] = this.account(state.accountId)
     if (location === null) {
       this.f64[(at >>> 3) + EXPIRES_AT] = NO_REDIRECT
       this.i32[i + LOCATION_LENGTH] = 0
-      this.ids[link * 2] = undefined
-      this.ids[link * 2 + 1] = undefined
       return true
     }
-    this.bytes.write(location, at + HEAD + this.i32[i + PATH_LENGTH]!, "latin1")
+    this.bytes.write(location, this.locationAt(at), "latin1")
     this.i32[i + LOCATION_LENGTH] = location.length
     this.f64[(at >>> 3) + EXPIRES_AT] = state.expiresAt ?? Number.POSITIVE_INFINITY
-    this.ids[link * 2] = state.id
-    this.ids[link * 2 + 1] = this.account(state.accountId)
     this.size++
     return true
   }
 
-  private account(id: string): string {
+  /** Where the record's Location starts: after its path and link id. */
+  private locationAt(at: number): number {
+    const i = at >>> 2
+    return at + HEAD + this.i32[i + PATH_LENGTH]! + this.i32[i + ID_LENGTH]!
+  }
+
+  private holdsId(at: number, id: string): boolean {
+    const i = at >>> 2
+    if (this.i32[i + ID_LENGTH] !== id.length) return false
+    const from = at + HEAD + this.i32[i + PATH_LENGTH]!
+    for (let k = 0; k < id.length; k++) if (this.bytes[from + k] !== id.charCodeAt(k)) return false
+    return true
+  }
+
+  private account(id: string): number {
     // Rows come account by account more often than not: one comparison, no hashing.
-    if (id === this.lastAccount) return this.lastAccount
-    let held = this.accounts.get(id)
-    if (held === undefined) {
-      held = id
-      this.accounts.set(id, id)
+    if (id === this.lastAccount) return this.lastAccountNumber
+    let n = this.accounts.get(id)
+    if (n === undefined) {
+      n = this.accountIds.length
+      this.accountIds.push(id)
+      this.accountBytes.push(Buffer.from(id, "latin1"))
+      this.accounts.set(id, n)
     }
-    this.lastAccount = held
-    return held
+    this.lastAccount = id
+    this.lastAccountNumber = n
+    return n
   }
 
   /** A new record for `path` at the arena's end, in the index. */
-  private insert(path: string, h: number, link: number, room: number): number {
-    // Called after the path's ids were pushed: ids.length / 2 counts it already.
-    if (this.ids.length > this.mask + 1) this.growIndex()
-    const at = this.allocate(path, link, room)
+  private insert(path: string, h: number, link: number, id: string, room: number): number {
+    // Called after the path's link number was given: `links` counts it already.
+    // At most half the slots in use: short probe runs.
+    if (2 * this.links > this.mask + 1) this.growIndex()
+    const at = this.allocate(path, link, id, room)
     place(this.slots, this.mask, h, at / 8)
     return at
   }
 
   /** The record at `from` again at the arena's end with more room; the index points there. */
-  private move(path: string, h: number, from: number, room: number): number {
+  private move(path: string, h: number, from: number, id: string, room: number): number {
     // A resize keeps every offset, so `from` still holds the record after `allocate`.
-    const to = this.allocate(path, this.i32[(from >>> 2) + LINK]!, room)
+    const to = this.allocate(path, this.i32[(from >>> 2) + LINK]!, id, room)
     this.moved += this.recordBytes(from)
     this.i32[(from >>> 2) + LINK] = MOVED
     this.pointTo(h, from, to)
@@ -326,7 +385,7 @@ export class SlugTable {
 
   private recordBytes(at: number): number {
     const i = at >>> 2
-    return align8(HEAD + this.i32[i + PATH_LENGTH]! + this.i32[i + LOCATION_ROOM]!)
+    return align8(HEAD + this.i32[i + PATH_LENGTH]! + this.i32[i + ID_LENGTH]! + this.i32[i + LOCATION_ROOM]!)
   }
 
   /** The slot that points at the record at `from` points at `to`. */
@@ -336,9 +395,9 @@ export class SlugTable {
     this.slots[i * 2 + 1] = to / 8
   }
 
-  /** Space for a record at the arena's end, its fixed part and path written. */
-  private allocate(path: string, link: number, room: number): number {
-    const size = align8(HEAD + path.length + room)
+  /** Space for a record at the arena's end, its fixed part, path and link id written. */
+  private allocate(path: string, link: number, id: string, room: number): number {
+    const size = align8(HEAD + path.length + id.length + room)
     if (this.used + size > this.buffer.byteLength) this.resize(Math.max(this.buffer.byteLength * 2, this.used + size))
     const at = this.used
     this.used += size
@@ -348,7 +407,9 @@ export class SlugTable {
     this.i32[i + PATH_LENGTH] = path.length
     this.i32[i + LOCATION_LENGTH] = 0
     this.i32[i + LOCATION_ROOM] = room
+    this.i32[i + ID_LENGTH] = id.length
     this.bytes.write(path, at + HEAD, "latin1")
+    this.bytes.write(id, at + HEAD + path.length, "latin1")
     return at
   }
 

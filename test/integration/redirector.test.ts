@@ -24,6 +24,7 @@ import { LinkRepoLive } from "../../infra/postgres/Links.js"
 import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
 import { VisitorSecretRepoLive } from "../../infra/postgres/VisitorSecrets.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
+import { clickOn } from "../support/clickLinks.js"
 import { embeddedEventLogLayer, kafkaEventLogLayer, testDatabaseLayer, testKafkaBrokers } from "../support/eventlog.js"
 import type { Envelope, Link } from "../support/resources.js"
 import { waitFor, waitForEffect } from "../support/waitFor.js"
@@ -550,8 +551,7 @@ describe("click capture when the event log fails", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 10 })
-          for (let i = 0; i < 3; i++)
-            buffer.record(entry.linkId, entry.accountId, Date.now(), "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < 3; i++) buffer.record(...clickOn(entry), Date.now(), "192.0.2.1", CHROME, "", "")
           yield* waitForEffect(
             Effect.sync(() => {
               expect(log.attempts()).toBeGreaterThanOrEqual(2)
@@ -584,9 +584,8 @@ describe("click capture when the event log fails", () => {
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 10, clicksPerEvent: 2 })
           for (let i = 0; i < 5; i++) {
-            buffer.record(entry.linkId, entry.accountId, t0 + i, "192.0.2.1", CHROME, "", "")
-            if (i < 2)
-              buffer.record(other.linkId, other.accountId, t0 + i, "192.0.2.2", SLACKBOT, "https://a.example/x", "fr")
+            buffer.record(...clickOn(entry), t0 + i, "192.0.2.1", CHROME, "", "")
+            if (i < 2) buffer.record(...clickOn(other), t0 + i, "192.0.2.2", SLACKBOT, "https://a.example/x", "fr")
           }
           yield* waitForEffect(
             Effect.sync(() => {
@@ -638,7 +637,7 @@ describe("click capture when the event log fails", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 60_000, batchSize: 1_000_000 })
-          for (const [l, dt] of sent) buffer.record(l.linkId, l.accountId, t0 + dt, "192.0.2.1", CHROME, "", "")
+          for (const [l, dt] of sent) buffer.record(...clickOn(l), t0 + dt, "192.0.2.1", CHROME, "", "")
         })
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
     )
@@ -658,14 +657,15 @@ describe("click capture when the event log fails", () => {
   it("an account's event ends when its lists reach their size cap, before clicksPerEvent: every click once, in order", async () => {
     const log = flakyLog(() => false)
     const t0 = Date.now()
-    const n = 1_000
-    // Link ids of 1000 characters: each click's link is a new entry in the event's list.
-    const linkOf = (i: number) => `link_${String(i).padStart(995, "0")}`
+    const n = 4_000
+    // Link ids of 250 characters: each click's link is a new entry in the event's list.
+    const linkOf = (i: number) => `link_${String(i).padStart(245, "0")}`
     await Effect.runPromise(
       Effect.scoped(
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 60_000, batchSize: 1_000_000 })
-          for (let i = 0; i < n; i++) buffer.record(linkOf(i), "acc_x", t0 + i, "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < n; i++)
+            buffer.record(...clickOn({ linkId: linkOf(i), accountId: "acc_x" }), t0 + i, "192.0.2.1", CHROME, "", "")
         })
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
     )
@@ -688,8 +688,7 @@ describe("click capture when the event log fails", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(flakySecrets as never, { intervalMs: 10 })
-          for (let i = 0; i < 4; i++)
-            buffer.record(entry.linkId, entry.accountId, Date.now(), "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < 4; i++) buffer.record(...clickOn(entry), Date.now(), "192.0.2.1", CHROME, "", "")
           yield* waitForEffect(
             Effect.sync(() => {
               expect(clicksIn(log.published)).toBe(4)
@@ -722,15 +721,7 @@ describe("click capture when the event log fails", () => {
           const buffer = yield* makeClickCapture(secrets, { intervalMs: 60_000, batchSize: 1_000_000 })
           for (let i = 0; i < n; i++) {
             const link = i % 7 === 0 ? other : entry
-            buffer.record(
-              link.linkId,
-              link.accountId,
-              t0 + i,
-              peers[i % 5]!,
-              agents[i % 2]!,
-              referers[i % 3]!,
-              countries[i % 3]!
-            )
+            buffer.record(...clickOn(link), t0 + i, peers[i % 5]!, agents[i % 2]!, referers[i % 3]!, countries[i % 3]!)
           }
           expect(buffer.count).toBe(n)
         })
@@ -759,16 +750,14 @@ describe("click capture when the event log fails", () => {
       Effect.scoped(
         Effect.gen(function* () {
           const buffer = yield* makeClickCapture(secrets, { maxBuffered: 5, intervalMs: 10, drainMs: 100 })
-          for (let i = 0; i < 12; i++)
-            buffer.record(entry.linkId, entry.accountId, Date.now(), "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < 12; i++) buffer.record(...clickOn(entry), Date.now(), "192.0.2.1", CHROME, "", "")
           yield* waitForEffect(
             Effect.sync(() => {
               expect(log.attempts()).toBeGreaterThanOrEqual(1)
               return true
             })
           )
-          for (let i = 0; i < 3; i++)
-            buffer.record(entry.linkId, entry.accountId, Date.now(), "192.0.2.1", CHROME, "", "")
+          for (let i = 0; i < 3; i++) buffer.record(...clickOn(entry), Date.now(), "192.0.2.1", CHROME, "", "")
           expect(buffer.count + buffer.waiting).toBe(5)
           expect(buffer.dropped).toBe(10)
           return buffer
