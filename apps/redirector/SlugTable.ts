@@ -140,8 +140,10 @@ export class SlugTable {
   private slots = new Int32Array(INITIAL_SLOTS * 2)
   private mask = INITIAL_SLOTS - 1
   private readonly seed = randomBytes(4).readInt32LE(0) | 1
-  /** Link numbers given so far (one per path: a record's link number is never another link's). */
+  /** Link numbers given so far (a record's link number is never another link's). */
   private links = 0
+  /** Paths with a record. */
+  private paths = 0
   /** By account number: the account's id, as a string and as bytes (one copy each, whatever the rows bring). */
   private readonly accountIds: Array<string> = []
   private readonly accountBytes: Array<Buffer> = []
@@ -273,7 +275,7 @@ export class SlugTable {
 
   /** Paths the table holds a record for, tombstones included. */
   get rowCount(): number {
-    return this.links
+    return this.paths
   }
 
   /**
@@ -310,13 +312,14 @@ export class SlugTable {
       state.active && !isReservedSlug(state.slug) ? prepareLocation(state.destinationUrl, state.utm) : null
     const room = location?.length ?? 0
     if (at < 0) {
+      this.paths++
       at = this.insert(path, h, this.links++, state.id, room)
     } else {
       if (this.f64[at >>> 3] !== NO_REDIRECT) this.size--
-      // A path names one link for good; a state that says otherwise takes a record of its own.
-      if (room > this.i32[(at >>> 2) + LOCATION_ROOM]! || !this.holdsId(at, state.id)) {
-        at = this.move(path, h, at, state.id, room)
-      }
+      // A path names one link for good; a state that says otherwise (the service makes none)
+      // takes a record and a number of its own, so no click is counted for the other link.
+      if (!this.holdsId(at, state.id)) at = this.move(path, h, at, state.id, room, this.links++)
+      else if (room > this.i32[(at >>> 2) + LOCATION_ROOM]!) at = this.move(path, h, at, state.id, room)
     }
     const i = at >>> 2
     this.f64[(at >>> 3) + UPDATED_AT] = state.updatedAt
@@ -364,18 +367,24 @@ export class SlugTable {
 
   /** A new record for `path` at the arena's end, in the index. */
   private insert(path: string, h: number, link: number, id: string, room: number): number {
-    // Called after the path's link number was given: `links` counts it already.
-    // At most half the slots in use: short probe runs.
-    if (2 * this.links > this.mask + 1) this.growIndex()
+    // Called after the path was counted. At most half the slots in use: short probe runs.
+    if (2 * this.paths > this.mask + 1) this.growIndex()
     const at = this.allocate(path, link, id, room)
     place(this.slots, this.mask, h, at / 8)
     return at
   }
 
   /** The record at `from` again at the arena's end with more room; the index points there. */
-  private move(path: string, h: number, from: number, id: string, room: number): number {
+  private move(
+    path: string,
+    h: number,
+    from: number,
+    id: string,
+    room: number,
+    link = this.i32[(from >>> 2) + LINK]!
+  ): number {
     // A resize keeps every offset, so `from` still holds the record after `allocate`.
-    const to = this.allocate(path, this.i32[(from >>> 2) + LINK]!, id, room)
+    const to = this.allocate(path, link, id, room)
     this.moved += this.recordBytes(from)
     this.i32[(from >>> 2) + LINK] = MOVED
     this.pointTo(h, from, to)

@@ -51,6 +51,40 @@ describe("prepared answers in the slug table", () => {
     expect(table.size).toBe(0)
   })
 
+  it("keeps a record's link number and ids through updates that move it; a state with another id for the path takes another record and number", () => {
+    const table = new SlugTable()
+    table.apply(state())
+    table.apply(state({ id: "link_2", accountId: "acc_2", slug: "other" }))
+    const number = table.linkNumber(table.rowOf("/abcdefg"))
+    expect(table.linkNumber(table.rowOf("/other"))).not.toBe(number)
+    table.apply(state({ destinationUrl: `https://e.com/${"x".repeat(300)}`, accountId: "acc_9", updatedAt: 1001 }))
+    const row = table.rowOf("/abcdefg")
+    expect([table.linkNumber(row), table.linkId(row), table.accountId(row)]).toEqual([number, "link_1", "acc_9"])
+    // The run entry a click on it copies: each id's u32 length and bytes.
+    const out = Buffer.alloc(64)
+    const end = table.writeRun(row, out, 3)
+    expect(end).toBe(3 + 4 + 6 + 4 + 5)
+    expect([
+      out.readUInt32LE(3),
+      out.toString("latin1", 7, 13),
+      out.readUInt32LE(13),
+      out.toString("latin1", 17, 22)
+    ]).toEqual([6, "link_1", 5, "acc_9"])
+    table.apply(state({ id: "link_3", updatedAt: 1002 }))
+    expect(table.linkId(table.rowOf("/abcdefg"))).toBe("link_3")
+    expect(table.linkNumber(table.rowOf("/abcdefg"))).not.toBe(number)
+    expect(table.rowCount).toBe(2)
+    expect(table.location(table.rowOf("/abcdefg")).length).toBe("https://e.com/a".length)
+  })
+
+  it("does not hold a link whose link or account id is not visible ASCII (the service makes none)", () => {
+    const table = new SlugTable()
+    expect(table.apply(state({ id: "link_ü" }))).toBe(false)
+    expect(table.apply(state({ accountId: "acc 1" }))).toBe(false)
+    expect(table.apply(state({ id: `link_${"x".repeat(300)}` }))).toBe(false)
+    expect(table.rowCount).toBe(0)
+  })
+
   it("never lets a link take a reserved path such as /healthz or /readyz, whatever its case", () => {
     const table = new SlugTable()
     table.apply(state({ id: "link_a", slug: "healthz" }))
