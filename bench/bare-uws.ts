@@ -20,8 +20,8 @@
  * Default: none of these.
  */
 import * as fs from "node:fs"
-import { SlugTable } from "../apps/redirector/SlugTable.js"
 import { loadUws } from "../infra/http/HttpServer.js"
+import { scaleTable } from "./scale-links.js"
 
 const port = Number(process.argv[2] ?? process.env.BARE_PORT ?? 18491)
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -44,19 +44,7 @@ if (!["", "address", "table", "table+address", "syscall"].includes(mode)) {
 }
 const readAddress = mode.includes("address")
 const links = mode.includes("table") ? Number(process.env.BARE_LINKS ?? 1_000_000) : 0
-const table = new SlugTable()
-for (let i = 1; i <= links; i++) {
-  table.apply({
-    id: `link_scale${i}`,
-    accountId: "acct_bench",
-    slug: `s${i}`,
-    destinationUrl: `https://example.com/scale/${i}`,
-    active: true,
-    utm: null,
-    expiresAt: null,
-    updatedAt: 1
-  })
-}
+const table = scaleTable(links)
 let addressBytes = 0
 const devNull = mode === "syscall" ? fs.openSync("/dev/null", "w") : -1
 const oneByte = Buffer.alloc(1)

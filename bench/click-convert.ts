@@ -9,8 +9,8 @@
  */
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { makeClickCapture } from "../apps/redirector/Clicks.js"
-import { SlugTable } from "../apps/redirector/SlugTable.js"
 import { EventLog, type OutgoingRecord } from "../domain/EventLog.js"
+import { scaleTable } from "./scale-links.js"
 
 const CLICKS = Number(process.env.BENCH_CLICKS ?? 400_000)
 const UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
@@ -18,20 +18,7 @@ const peers = Array.from({ length: 256 }, (_, i) => Uint8Array.of(192, 0, 2, i).
 const secrets = { get: () => Effect.succeed(new Uint8Array(32)) }
 
 // A million links, as the slug table holds them.
-const table = new SlugTable()
-table.reserve(1_000_000)
-for (let n = 1; n <= 1_000_000; n++) {
-  table.apply({
-    id: `link_scale${n}`,
-    accountId: "acct_bench",
-    slug: `s${n}`,
-    destinationUrl: `https://example.com/scale/${n}`,
-    active: true,
-    utm: null,
-    expiresAt: null,
-    updatedAt: 1
-  })
-}
+const table = scaleTable(1_000_000)
 
 const run = async (linkOf: (i: number) => number) => {
   const rows = Int32Array.from({ length: CLICKS }, (_, i) => table.rowOf(`/s${linkOf(i)}`))

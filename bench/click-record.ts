@@ -13,7 +13,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { ClickBuffer } from "../apps/redirector/ClickRound.js"
 import { ClickSpool } from "../apps/redirector/ClickSpool.js"
-import { SlugTable } from "../apps/redirector/SlugTable.js"
+import { scaleTable } from "./scale-links.js"
 
 const CLICKS = 2_000_000
 const TURN = Number(process.env.BENCH_TURN ?? 64)
@@ -22,20 +22,7 @@ const peers = Array.from({ length: 256 }, (_, i) => Uint8Array.of(192, 0, 2, i).
 
 // BENCH_LINKS=N: each click on a random link of N, as the slug table holds them.
 const LINKS = Number(process.env.BENCH_LINKS ?? 1)
-const table = new SlugTable()
-table.reserve(LINKS)
-for (let n = 1; n <= LINKS; n++) {
-  table.apply({
-    id: `link_scale${n}`,
-    accountId: "acct_bench",
-    slug: `s${n}`,
-    destinationUrl: `https://example.com/scale/${n}`,
-    active: true,
-    utm: null,
-    expiresAt: null,
-    updatedAt: 1
-  })
-}
+const table = scaleTable(LINKS)
 const rows = Int32Array.from({ length: 1 << 16 }, () => table.rowOf(`/s${1 + Math.floor(Math.random() * LINKS)}`))
 
 const run = (spool: ClickSpool | undefined) => {
