@@ -140,7 +140,7 @@ export class ClickRound {
     return this.accountValues.values[this.runAccount[r]!]!
   }
 
-  /** A run read back from a spool: `link` numbers the reader's distinct link ids; ids of visible ASCII, at most MAX_ID long. */
+  /** A run read back from a spool: `link` numbers the reader's distinct link ids; ids the slug table could hold (`storableId`). */
   pushRun(link: number, linkId: string, accountId: string) {
     const r = this.startRun(link, accountId) // may widen runBytes
     const out = this.runBytes

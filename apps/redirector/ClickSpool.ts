@@ -5,7 +5,7 @@ import { crc32 } from "node:zlib"
 import { Config, Effect } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { type ClickBuffer, ClickRound, type Interned, type RoundSpool } from "./ClickRound.js"
-import { MAX_ID } from "./SlugTable.js"
+import { storableId } from "./SlugTable.js"
 import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 
 /**
@@ -46,9 +46,6 @@ const columnsOf = (round: ClickRound): ReadonlyArray<Interned> => [
   round.countryValues
 ]
 
-/** An id as the slug table holds ids (SlugTable.ts): visible ASCII, at most MAX_ID characters. */
-const readableId = (id: string) => id.length <= MAX_ID && /^[\x21-\x7e]+$/.test(id)
-
 const bytes = (a: Float64Array | Int32Array, from: number, count: number) =>
   new Uint8Array(a.buffer, a.byteOffset + from * a.BYTES_PER_ELEMENT, count * a.BYTES_PER_ELEMENT)
 
@@ -82,7 +79,7 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
       if (!Array.isArray(values)) break
       if (body[1] === ENTRY_COLUMN) {
         for (const [linkId, accountId] of values as Array<[string, string]>) {
-          if (!readableId(linkId) || !readableId(accountId)) return round
+          if (!storableId(linkId) || !storableId(accountId)) return round
           run(linkId, accountId)
         }
       } else {
@@ -99,7 +96,7 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
         if (p + 4 + n > body.length) return undefined
         const s = body.toString("latin1", p + 4, p + 4 + n)
         p += 4 + n
-        return readableId(s) ? s : undefined
+        return storableId(s) ? s : undefined
       }
       while (p < body.length) {
         const linkId = text()

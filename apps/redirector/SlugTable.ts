@@ -91,9 +91,9 @@ const MOVED = -1
 const storablePath = (path: string) => path.length <= MAX_PATH && /^[\x21-\x7e]+$/.test(path)
 
 /** The longest link or account id the table holds (ids are a prefix and 22 base62 characters). */
-export const MAX_ID = 255
+const MAX_ID = 255
 /** Ids of visible ASCII no longer than MAX_ID: what a click's run entry carries byte for byte (ClickRound.ts). */
-const storableId = (id: string) => id.length <= MAX_ID && /^[\x21-\x7e]+$/.test(id)
+export const storableId = (id: string) => id.length <= MAX_ID && /^[\x21-\x7e]+$/.test(id)
 
 /** Bytes of a run entry (`SlugTable.writeRun`) at most: the two ids with their lengths. */
 export const MAX_RUN_ENTRY = 8 + 2 * MAX_ID

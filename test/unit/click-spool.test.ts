@@ -145,6 +145,17 @@ describe("click spool", () => {
       ["link_x", "acc_x"]
     ])
     expect([...round.times.subarray(0, 2)]).toEqual([10, 11])
+    // An id the slug table could not hold (not visible ASCII) ends the reading there.
+    const odd = Buffer.concat([
+      values(0, ["192.0.2.1"]),
+      values(1, [CHROME]),
+      values(4, [
+        ["link_x", "acc_x"],
+        ["link_ÿ", "acc_y"]
+      ]),
+      frame(clicks)
+    ])
+    expect(readSegment(odd, "evt_1").count).toBe(0)
   })
 
   it("a file cut short by a crash reads up to its last whole frame", () => {
