@@ -87,13 +87,16 @@ const place = (slots: Int32Array, mask: number, h: number, word: number) => {
 /** The link number of a record that was moved: garbage until the next compaction. */
 const MOVED = -1
 
-/** A path of visible ASCII no longer than MAX_PATH: what a request line can name byte for byte. */
-const storablePath = (path: string) => path.length <= MAX_PATH && /^[\x21-\x7e]+$/.test(path)
+/** Visible ASCII, 1 to `max` characters: what the table holds byte for byte (one byte a character). */
+const visibleAscii = (s: string, max: number) => s.length <= max && /^[\x21-\x7e]+$/.test(s)
+
+/** A path a request line can name byte for byte. */
+const storablePath = (path: string) => visibleAscii(path, MAX_PATH)
 
 /** The longest link or account id the table holds (ids are a prefix and 22 base62 characters). */
 const MAX_ID = 255
 /** Ids of visible ASCII no longer than MAX_ID: what a click's run entry carries byte for byte (ClickRound.ts). */
-export const storableId = (id: string) => id.length <= MAX_ID && /^[\x21-\x7e]+$/.test(id)
+export const storableId = (id: string) => visibleAscii(id, MAX_ID)
 
 /** Bytes of a run entry (`SlugTable.writeRun`) at most: the two ids with their lengths. */
 export const MAX_RUN_ENTRY = 8 + 2 * MAX_ID
@@ -221,9 +224,8 @@ export class SlugTable {
 
   /** The record's link id (a new string: not for the request path, which copies bytes with `writeRun`). */
   linkId(row: number): string {
-    const i = row >>> 2
-    const from = row + HEAD + this.i32[i + PATH_LENGTH]!
-    return this.bytes.toString("latin1", from, from + this.i32[i + ID_LENGTH]!)
+    const from = this.idAt(row)
+    return this.bytes.toString("latin1", from, from + this.i32[(row >>> 2) + ID_LENGTH]!)
   }
 
   /** The record's account id (the table's one string for that account). */
@@ -240,7 +242,7 @@ export class SlugTable {
   writeRun(row: number, out: Buffer, at: number): number {
     const i = row >>> 2
     const bytes = this.bytes
-    const from = row + HEAD + this.i32[i + PATH_LENGTH]!
+    const from = this.idAt(row)
     const n = this.i32[i + ID_LENGTH]!
     out.writeUInt32LE(n, at)
     for (let k = 0; k < n; k++) out[at + 4 + k] = bytes[from + k]!
@@ -336,16 +338,19 @@ export class SlugTable {
     return true
   }
 
-  /** Where the record's Location starts: after its path and link id. */
+  /** Where the record's link id starts: after its path. */
+  private idAt(at: number): number {
+    return at + HEAD + this.i32[(at >>> 2) + PATH_LENGTH]!
+  }
+
+  /** Where the record's Location starts: after its link id. */
   private locationAt(at: number): number {
-    const i = at >>> 2
-    return at + HEAD + this.i32[i + PATH_LENGTH]! + this.i32[i + ID_LENGTH]!
+    return this.idAt(at) + this.i32[(at >>> 2) + ID_LENGTH]!
   }
 
   private holdsId(at: number, id: string): boolean {
-    const i = at >>> 2
-    if (this.i32[i + ID_LENGTH] !== id.length) return false
-    const from = at + HEAD + this.i32[i + PATH_LENGTH]!
+    if (this.i32[(at >>> 2) + ID_LENGTH] !== id.length) return false
+    const from = this.idAt(at)
     for (let k = 0; k < id.length; k++) if (this.bytes[from + k] !== id.charCodeAt(k)) return false
     return true
   }

@@ -129,16 +129,10 @@ describe("click spool", () => {
     for (const [c, col] of columns.entries()) {
       for (const [i, v] of col.entries()) clicks.writeInt32LE(v, 21 + 8 * c + 4 * i)
     }
-    const data = Buffer.concat([
-      values(0, ["192.0.2.1"]),
-      values(1, [CHROME]),
-      values(4, [
-        ["link_x", "acc_x"],
-        ["link_y", "acc_y"]
-      ]),
-      frame(clicks)
-    ])
-    const round = readSegment(data, "evt_0")
+    /** A file of that format whose two links are `x` and `y` (link id, account id). */
+    const file = (x: [string, string], y: [string, string]) =>
+      Buffer.concat([values(0, ["192.0.2.1"]), values(1, [CHROME]), values(4, [x, y]), frame(clicks)])
+    const round = readSegment(file(["link_x", "acc_x"], ["link_y", "acc_y"]), "evt_0")
     expect(round.count).toBe(2)
     expect(clickLinksOf(round)).toEqual([
       ["link_y", "acc_y"],
@@ -146,16 +140,7 @@ describe("click spool", () => {
     ])
     expect([...round.times.subarray(0, 2)]).toEqual([10, 11])
     // An id the slug table could not hold (not visible ASCII) ends the reading there.
-    const odd = Buffer.concat([
-      values(0, ["192.0.2.1"]),
-      values(1, [CHROME]),
-      values(4, [
-        ["link_x", "acc_x"],
-        ["link_ÿ", "acc_y"]
-      ]),
-      frame(clicks)
-    ])
-    expect(readSegment(odd, "evt_1").count).toBe(0)
+    expect(readSegment(file(["link_x", "acc_x"], ["link_ÿ", "acc_y"]), "evt_1").count).toBe(0)
   })
 
   it("a file cut short by a crash reads up to its last whole frame", () => {
