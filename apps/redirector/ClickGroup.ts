@@ -23,9 +23,14 @@ export class ClickGroup {
   lastAt = 0
   /** JSON characters in the lists so far. */
   listChars = 0
-  /** The links' ids, by their index in the event (JSON at the end); the other lists hold their values' JSON. */
-  readonly linkIds: Array<string> = []
-  /** Link number (ClickRound.runLink) to its index in `linkIds`. */
+  /**
+   * The links' ids as the event's JSON list, by their index in the event, copied byte for byte
+   * from the round's run entries: no string per link until `take` makes one of the whole list.
+   * The other lists hold their values' JSON.
+   */
+  private linkJson = Buffer.allocUnsafe(256)
+  private linkJsonEnd = 0
+  /** Link number (ClickRound.runLink) to its index in the event's list. */
   readonly links = new Map<number, number>()
   readonly countries = new Map<string, number>()
   readonly referrers = new Map<string, number>()
@@ -44,13 +49,37 @@ export class ClickGroup {
   linkIndex(link: number, round: ClickRound, r: number) {
     let i = this.links.get(link)
     if (i === undefined) {
-      i = this.linkIds.length
-      const id = round.linkIdOf(r)
-      this.linkIds.push(id)
+      i = this.links.size
       this.links.set(link, i)
-      this.listChars += id.length + 3
+      const from = round.runAt[r]! + 4
+      const n = round.runBytes.readUInt32LE(from - 4)
+      // `,"id"`: the id's bytes (ids are visible ASCII: `storableId`) take at most 2 characters each.
+      const room = this.linkJsonEnd + 3 + 2 * n
+      if (room > this.linkJson.length) {
+        const wider = Buffer.allocUnsafe(Math.max(this.linkJson.length * 2, room))
+        this.linkJson.copy(wider, 0, 0, this.linkJsonEnd)
+        this.linkJson = wider
+      }
+      const start = this.linkJsonEnd
+      let at = start
+      if (i > 0) this.linkJson[at++] = 0x2c
+      this.linkJsonEnd = this.appendLinkId(at, round.runBytes, from, n)
+      this.listChars += this.linkJsonEnd - start + 1
     }
     return i
+  }
+  /** `"id"` at `at`: the id's bytes as they are, unless JSON has to escape one (`"` or `\`: the service makes no such id). */
+  private appendLinkId(at: number, bytes: Buffer, from: number, n: number) {
+    const out = this.linkJson
+    out[at] = 0x22
+    for (let k = 0; k < n; k++) {
+      const b = bytes[from + k]!
+      if (b === 0x22 || b === 0x5c)
+        return at + out.write(JSON.stringify(bytes.toString("latin1", from, from + n)), at, "latin1")
+      out[at + 1 + k] = b
+    }
+    out[at + 1 + n] = 0x22
+    return at + 2 + n
   }
   push(link: number, time: number, countryJson: string, referrerJson: string, visitorJson: string) {
     this.link.push(link)
@@ -64,7 +93,7 @@ export class ClickGroup {
   take(): string {
     const list = (values: Map<string, number>) => [...values.keys()].join(",")
     const data =
-      `{"links":${JSON.stringify(this.linkIds)},` +
+      `{"links":[${this.linkJson.toString("latin1", 0, this.linkJsonEnd)}],` +
       `"link":[${this.link.join(",")}],` +
       `"countries":[${list(this.countries)}],` +
       `"referrer_hosts":[${list(this.referrers)}],"visitors":[${list(this.visitors)}],` +
@@ -78,7 +107,7 @@ export class ClickGroup {
     this.lastAt = 0
     this.listChars = 0
     this.links.clear()
-    this.linkIds.length = 0
+    this.linkJsonEnd = 0
     this.countries.clear()
     this.referrers.clear()
     this.visitors.clear()

@@ -744,6 +744,38 @@ describe("click capture when the event log fails", () => {
     }
   })
 
+  it("each click keeps its link's exact id across events of many links, ids JSON escapes among them, each once per event", async () => {
+    const log = flakyLog(() => false)
+    // Ids the slug table holds byte for byte (visible ASCII), two of them with characters JSON escapes.
+    const links = [
+      ...Array.from({ length: 3_000 }, (_, k) => ({ ...entry, linkId: `link_${k}` })),
+      { ...entry, linkId: 'lnk_"quoted"' },
+      { ...entry, linkId: "lnk_back\\slash" }
+    ]
+    const n = 12_000
+    const t0 = Date.now()
+    const linkOf = (i: number) => links[(i * 7919) % links.length]!
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const buffer = yield* makeClickCapture(secrets, {
+            intervalMs: 60_000,
+            batchSize: 1_000_000,
+            clicksPerEvent: 1_000
+          })
+          for (let i = 0; i < n; i++) buffer.record(...clickOn(linkOf(i)), t0 + i, "192.0.2.1", CHROME, "", "")
+        })
+      ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    const events = log.published.map((r) => JSON.parse(r.value))
+    expect(events.length).toBe(12)
+    for (const e of events) expect(new Set(e.data.links).size).toBe(e.data.links.length)
+    const clicks = events.flatMap((e) => linkedClicks(e.data)).sort((a, b) => (a.at as number) - (b.at as number))
+    expect(clicks.map((c) => c.link_id)).toEqual(Array.from({ length: n }, (_, i) => linkOf(i).linkId))
+    expect(clicks.filter((c) => c.link_id === 'lnk_"quoted"').length).toBeGreaterThan(0)
+    expect(clicks.filter((c) => c.link_id === "lnk_back\\slash").length).toBeGreaterThan(0)
+  })
+
   it("memory is bounded: beyond the cap clicks are dropped and counted, not buffered", async () => {
     const log = flakyLog(() => true)
     const buffer = await Effect.runPromise(
