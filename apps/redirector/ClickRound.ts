@@ -129,7 +129,7 @@ export class ClickRound {
     this.countries = new Int32Array(capacity)
   }
 
-  /** The link id of run `r` (a new string: for the flusher, once per link and event). */
+  /** The link id of run `r` (a new string: for tests and tools; the flusher copies the run's bytes, ClickGroup.ts). */
   linkIdOf(r: number): string {
     const at = this.runAt[r]!
     return this.runBytes.toString("latin1", at + 4, at + 4 + this.runBytes.readUInt32LE(at))
