@@ -36,7 +36,13 @@ if (!("module" in loaded)) {
 }
 const uws = loaded.module
 
-const LOCATION = "https://example.com/bench?utm_source=bench"
+const LOCATION = Buffer.from("https://example.com/bench?utm_source=bench")
+// Every argument as bytes, as the redirector's engine passes them (infra/http/UwsServer.ts):
+// uWebSockets.js converts a string argument in a buffer of its own per call.
+const FOUND = Buffer.from("302 Found")
+const LOCATION_NAME = Buffer.from("Location")
+const CACHE_CONTROL = Buffer.from("Cache-Control")
+const NO_STORE = Buffer.from("private, no-store")
 const mode = process.env.BARE_MODE ?? ""
 if (!["", "address", "table", "table+address", "syscall"].includes(mode)) {
   process.stderr.write(`bench/bare-uws.ts: BARE_MODE must be address, table, table+address or syscall, not ${mode}\n`)
@@ -50,14 +56,14 @@ const devNull = mode === "syscall" ? fs.openSync("/dev/null", "w") : -1
 const oneByte = Buffer.alloc(1)
 
 const app = uws.App().any("/*", (res, req) => {
-  let location: string | Uint8Array = LOCATION
+  let location: Uint8Array = LOCATION
   if (links > 0) {
     const row = table.rowOf(req.getUrl())
     if (row >= 0) location = table.location(row)
   }
   if (readAddress) addressBytes += res.getRemoteAddress().byteLength
   if (devNull >= 0) fs.writeSync(devNull, oneByte, 0, 1)
-  res.writeStatus("302 Found").writeHeader("Location", location).writeHeader("Cache-Control", "private, no-store").end()
+  res.writeStatus(FOUND).writeHeader(LOCATION_NAME, location).writeHeader(CACHE_CONTROL, NO_STORE).end()
 })
 
 app.listen("0.0.0.0", port, (socket) => {

@@ -20,6 +20,8 @@ import { SlugTable, startSlugTable } from "./SlugTable.js"
 import { makeVisitorSecrets } from "./VisitorSecrets.js"
 
 const NO_STORE = "private, no-store"
+/** The same as bytes, for the redirect itself: the engine passes bytes on as they are (infra/http/UwsServer.ts). */
+const NO_STORE_BYTES = Buffer.from(NO_STORE, "latin1")
 const HTML = "text/html; charset=utf-8"
 const TEXT = "text/plain; charset=utf-8"
 
@@ -125,7 +127,7 @@ export const makeRedirectHandler = (
           }
           ex.writeStatus(302)
             .writeHeader("Location", table.location(row))
-            .writeHeader("Cache-Control", NO_STORE)
+            .writeHeader("Cache-Control", NO_STORE_BYTES)
             .end("")
           counts.redirects++
           return

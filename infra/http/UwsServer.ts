@@ -27,6 +27,31 @@ const STATUS_LINES: Record<number, string> = {
   503: "503 Service Unavailable"
 }
 
+/**
+ * Arguments as bytes: uWebSockets.js turns a string argument into UTF-8 in a buffer it
+ * allocates and frees per call (V8's String::Utf8Value), and reads bytes where they are; for a
+ * header read that is ~250 ns against ~135 ns on a 2-core VM. Status lines and header names are
+ * few and fixed, so each is encoded once; values stay as given (many change per answer).
+ */
+const STATUS_BYTES: Record<number, Buffer> = Object.fromEntries(
+  Object.entries(STATUS_LINES).map(([code, line]) => [code, Buffer.from(line, "latin1")])
+)
+/** Header names encoded so far, at most NAMES_HELD: past that a name goes as the string it is. */
+const nameBytes = new Map<string, Buffer>()
+const NAMES_HELD = 256
+const nameOf = (name: string): Buffer | string => {
+  let bytes = nameBytes.get(name)
+  if (bytes === undefined) {
+    if (nameBytes.size >= NAMES_HELD) return name
+    bytes = Buffer.from(name, "latin1")
+    nameBytes.set(name, bytes)
+  }
+  return bytes
+}
+const statusOf = (code: number): Buffer | string => STATUS_BYTES[code] ?? String(code)
+/** An empty body as bytes (an empty string is converted per call too). */
+const NO_BYTES = Buffer.alloc(0)
+
 const TIMED_OUT = "The request did not arrive in time; the connection is closed.\n"
 const TOO_LARGE = `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes.\n`
 
@@ -46,7 +71,7 @@ interface ServerState {
  * Content-Length itself and calls endWithoutBody() without arguments.
  */
 const uwsEnd = (res: Uws.HttpResponse, isHead: boolean, body: string | Uint8Array, close: boolean) => {
-  if (!isHead) res.end(body, close)
+  if (!isHead) res.end(body === "" ? NO_BYTES : body, close)
   else {
     const length = contentLength(body)
     if (length === 0 || close) res.endWithoutBody(length, close)
@@ -72,13 +97,13 @@ class UwsExchange implements HttpExchange {
   constructor(readonly state: ServerState) {}
 
   header(name: string): string {
-    return this.req.getHeader(name)
+    return this.req.getHeader(nameOf(name))
   }
   query(): string {
     return this.req.getQuery() ?? ""
   }
   writeHeader(name: string, value: string | Uint8Array): this {
-    this.res.writeHeader(name, value)
+    this.res.writeHeader(nameOf(name), value)
     return this
   }
   remoteAddress(): string {
@@ -90,7 +115,7 @@ class UwsExchange implements HttpExchange {
     return this.res.getRemoteAddress()
   }
   writeStatus(code: number): this {
-    this.res.writeStatus(STATUS_LINES[code] ?? String(code))
+    this.res.writeStatus(statusOf(code))
     return this
   }
   end(body: string | Uint8Array): void {
@@ -157,7 +182,7 @@ class UwsDeferred implements DeferredAnswer {
   closeAfter = false
   onAbort: (() => void) | undefined
   private done = false
-  private status = "200 OK"
+  private status: Buffer | string = STATUS_BYTES[200]!
   private readonly headers: Array<string | Uint8Array> = []
   constructor(
     private readonly res: Uws.HttpResponse,
@@ -178,7 +203,7 @@ class UwsDeferred implements DeferredAnswer {
     this.state.pending--
   }
   writeStatus(code: number): this {
-    this.status = STATUS_LINES[code] ?? String(code)
+    this.status = statusOf(code)
     return this
   }
   writeHeader(name: string, value: string | Uint8Array): this {
@@ -193,7 +218,7 @@ class UwsDeferred implements DeferredAnswer {
     this.res.cork(() => {
       this.res.writeStatus(this.status)
       for (let i = 0; i < this.headers.length; i += 2)
-        this.res.writeHeader(this.headers[i] as string, this.headers[i + 1]!)
+        this.res.writeHeader(nameOf(this.headers[i] as string), this.headers[i + 1]!)
       write(this.res, close)
     })
   }
