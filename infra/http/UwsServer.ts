@@ -131,7 +131,7 @@ class UwsExchange implements HttpExchange {
     return new UwsDeferred(this.res, this.isHead, this.state)
   }
   readBody(maxBytes: number) {
-    const declared = this.req.getHeader("content-length")
+    const declared = this.header("content-length")
     const answer = this.defer() as UwsDeferred
     if (declared !== "" && !(Number(declared) <= maxBytes)) {
       answer.closeAfter = true
