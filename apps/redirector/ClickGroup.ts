@@ -51,8 +51,8 @@ export class ClickGroup {
     if (i === undefined) {
       i = this.links.size
       this.links.set(link, i)
-      const from = round.runAt[r]! + 4
-      const n = round.runBytes.readUInt32LE(from - 4)
+      const from = round.linkIdAt(r)
+      const n = round.linkIdLength(r)
       // `,"id"`: the id's bytes (ids are visible ASCII: `storableId`) take at most 2 characters each.
       const room = this.linkJsonEnd + 3 + 2 * n
       if (room > this.linkJson.length) {

@@ -129,10 +129,20 @@ export class ClickRound {
     this.countries = new Int32Array(capacity)
   }
 
+  /** Where the bytes of run `r`'s link id start in `runBytes` (after their u32 length). */
+  linkIdAt(r: number): number {
+    return this.runAt[r]! + 4
+  }
+
+  /** The length of run `r`'s link id, in bytes (one a character: visible ASCII). */
+  linkIdLength(r: number): number {
+    return this.runBytes.readUInt32LE(this.runAt[r]!)
+  }
+
   /** The link id of run `r` (a new string: for tests and tools; the flusher copies the run's bytes, ClickGroup.ts). */
   linkIdOf(r: number): string {
-    const at = this.runAt[r]!
-    return this.runBytes.toString("latin1", at + 4, at + 4 + this.runBytes.readUInt32LE(at))
+    const from = this.linkIdAt(r)
+    return this.runBytes.toString("latin1", from, from + this.linkIdLength(r))
   }
 
   /** The account id of run `r`. */

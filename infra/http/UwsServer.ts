@@ -75,7 +75,7 @@ const uwsEnd = (res: Uws.HttpResponse, isHead: boolean, body: string | Uint8Arra
   else {
     const length = contentLength(body)
     if (length === 0 || close) res.endWithoutBody(length, close)
-    else res.writeHeader("Content-Length", String(length)).endWithoutBody()
+    else res.writeHeader(nameOf("Content-Length"), String(length)).endWithoutBody()
   }
 }
 
@@ -257,7 +257,7 @@ export const serveUws = (uws: UwsModule, options: ServeOptions, deadlines: HttpD
         // uWebSockets.js takes request lines far beyond node's 16 KiB: the same limit here.
         if (exchange.path.length > MAX_HEADER_BYTES) {
           res.cork(() => {
-            res.writeStatus(STATUS_LINES[431]!).writeHeader("Content-Type", "text/plain; charset=utf-8")
+            res.writeStatus(statusOf(431)).writeHeader(nameOf("Content-Type"), "text/plain; charset=utf-8")
             res.end(TOO_LARGE, true)
           })
           return
