@@ -34,58 +34,68 @@ export interface LinkState {
 }
 
 /**
- * A record's fixed part, in bytes: two times (float64 at 0 and 8), then six int32 fields;
- * the path's bytes follow it, then the link id's, then the Location's. Records start at
- * multiples of 8.
+ * A bucket: one record in 128 bytes, at a position its path's hash gives. Its fixed part: the
+ * expiry (float64 at 0), the link's number (int32 at 8) and its account's (int32 at 12), the
+ * lengths of path and link id (a byte each, at 16 and 17), where the bytes are (18), and the
+ * Location's length (int32 at 20). From 24 on, the path's bytes, the link id's and the
+ * Location's, when they fit; when not, the same bytes are in the arena, at ARENA_AT * 8, with
+ * ROOM bytes (both int32, at 24 and 28).
  */
-const HEAD = 40
-/** Float64 fields (from the record's offset / 8). */
+const BUCKET = 128
+/** Float64 field (from the bucket's offset / 8). */
 const EXPIRES_AT = 0
-const UPDATED_AT = 1
-/** Int32 fields (from the record's offset / 4). */
-const LINK = 4
-const PATH_LENGTH = 5
-const LOCATION_LENGTH = 6
-/** Bytes the record has for a Location: an update that fits is written in place. */
-const LOCATION_ROOM = 7
-/** The number of the link's account (`SlugTable.accountIds`). */
-const ACCOUNT = 8
-const ID_LENGTH = 9
+/** Int32 fields (from the bucket's offset / 4). */
+const LINK = 2
+const ACCOUNT = 3
+const LOCATION_LENGTH = 5
+const ARENA_AT = 6
+const ROOM = 7
+/** Byte fields (from the bucket's offset). */
+const PATH_LENGTH = 16
+const ID_LENGTH = 17
+const KIND = 18
+/** KIND: the bytes are in the bucket from DATA on, or in the arena. */
+const INLINE = 1
+const IN_ARENA = 2
+const DATA = 24
+/**
+ * Where bucket 0 starts in its buffer. glibc puts a large allocation (an ArrayBuffer's bytes)
+ * 16 bytes past a page boundary, so from 112 on every bucket is one aligned pair of cache
+ * lines, which the CPU fetches together (elsewhere a bucket takes one line more; nothing else).
+ */
+const BASE = 112
+/** Paths per bucket at most: probe runs stay short, and the tags (one byte a bucket) say where to look. */
+const MAX_LOAD = 0.75
+const INITIAL_BUCKETS = 1 << 10
+/** Buckets at most: a row is an offset below 2^32 (`>>>` reads it unsigned). That is 25 million paths. */
+const MAX_BUCKETS = 2 ** 25 - 1
 /** A record that does not redirect keeps its version with this expiry: every time is after it. */
 const NO_REDIRECT = Number.NEGATIVE_INFINITY
 /** The longest path a record holds: "/" and a slug of at most 32 characters, with room to spare. */
 const MAX_PATH = 255
-/** The arena's first size; it doubles when full, and is compacted when half of it is moved records. */
-const INITIAL_BYTES = 1 << 16
-const INITIAL_SLOTS = 1 << 10
-/** Bytes of moved records (older versions of a grown Location) worth a compaction. */
+/** The arena's first size; it doubles when full, and is compacted when half of it is records that moved on. */
+const INITIAL_ARENA = 1 << 12
+/** Bytes of records that moved on (a longer Location elsewhere) worth a compaction. */
 const COMPACT_AFTER = 16 << 20
-
-/** Arena bytes a reservation gives each path: a record with a link id of ~30 and a Location of ~80 characters. */
-const RESERVE_BYTES_PER_PATH = 160
-/** Paths and arena bytes a reservation asks for at most: a wrong estimate must not ask for gigabytes. */
-const MAX_RESERVE = 1 << 24
-const MAX_RESERVE_BYTES = 1 << 30
+/** Buckets a reservation asks for at most (1 GiB of them): a wrong estimate must not ask for more. */
+const MAX_RESERVE_BUCKETS = (1 << 30) / BUCKET
 
 const align8 = (n: number) => (n + 7) & ~7
 
-/** FNV-1a over a path's characters (seeded per table), then its high bits mixed into the low ones, which pick the slot. */
+/** FNV-1a over a path's characters (seeded per table), then its high bits mixed into the low ones. */
 const FNV_PRIME = 0x01000193
 const finishHash = (h: number) => {
   h ^= h >>> 16
   h = Math.imul(h, 0x45d9f3b)
   return h ^ (h >>> 16)
 }
-/** Puts a record (its path's hash, its offset / 8) in the first empty slot of its run. */
-const place = (slots: Int32Array, mask: number, h: number, word: number) => {
-  let i = h & mask
-  while (slots[i * 2 + 1] !== 0) i = (i + 1) & mask
-  slots[i * 2] = h
-  slots[i * 2 + 1] = word
+/** `s` (one byte a character) at `at` in `bytes`: where it ends. */
+const put = (bytes: Uint8Array, at: number, s: string) => {
+  for (let k = 0; k < s.length; k++) bytes[at + k] = s.charCodeAt(k)
+  return at + s.length
 }
-
-/** The link number of a record that was moved: garbage until the next compaction. */
-const MOVED = -1
+/** A bucket's tag: 7 bits of its path's hash that do not choose the bucket, and a set high bit (0: empty). */
+const tagOf = (h: number) => (h & 0x7f) | 0x80
 
 /** Visible ASCII, 1 to `max` characters: what the table holds byte for byte (one byte a character). */
 const visibleAscii = (s: string, max: number) => s.length <= max && /^[\x21-\x7e]+$/.test(s)
@@ -103,49 +113,55 @@ export const MAX_RUN_ENTRY = 8 + 2 * MAX_ID
 
 /**
  * The redirector's in-memory projection of links.v1: request path ("/" + slug) to what a
- * redirect needs, for a million links and more, laid out so that a random lookup touches as
- * few cache lines as it can (a million links do not fit in any cache, so every line is a
- * miss: bench/slug-table-lookup.ts).
+ * redirect needs, for a million links and more, laid out so that a random lookup misses the
+ * cache once (a million links fit in no cache: bench/slug-table-lookup.ts).
  *
- * - Each path has one **record** in one arena of bytes: its expiry and version, its link's
- *   number and its account's, the path's bytes, the link id's and the Location's, side by side.
- *   A lookup reads one slot of the hash index and then the record, usually one or two cache
- *   lines; the redirect's Location is a view of the record's bytes (uWebSockets.js copies it
- *   from there), and click capture copies the link id from the same lines (`writeRun`): a
- *   click on a link that is in no cache touches nothing else of it.
- * - The **index** is open addressing with linear probing over an Int32Array of slots, each a
- *   path's hash and its record's offset: a probe compares the hash before it reads a record.
- *   The hash is seeded per process: which slots slugs land in is not known outside it, so
- *   nobody can pick custom slugs that pile up in one run of slots.
- * - Account ids, few, are strings (and bytes) by account number.
+ * - Each path has one **bucket** of 128 bytes, at the position its hash gives (open
+ *   addressing, linear probing): its expiry, its link's number and its account's, and the
+ *   path's bytes, the link id's and the Location's side by side. The bucket is the record: a
+ *   lookup reads no index first, and the Location it answers with (a view that uWebSockets.js
+ *   copies) and the link id that click capture copies (`writeRun`) are in the same two cache
+ *   lines. A record whose bytes do not fit (a long Location) keeps them in the **arena**, one
+ *   miss more.
+ * - One **tag** byte a bucket (7 bits of the hash) says which buckets to look at: the tags,
+ *   a byte a path, stay in the cache, so a probe past other paths costs no miss, and a bucket
+ *   is read when its tag matches (a wrong match: 1 in 128).
+ * - The hash is seeded per process: which buckets slugs land in is not known outside it, so
+ *   nobody can pick custom slugs that pile up in one run of buckets.
+ * - Account ids, few, are strings (and bytes) by account number; the versions, read by
+ *   updates only, are by link number, out of the buckets.
  *
  * A link's slug never changes (UpdateLink takes the URL alone, options are UTM and expiry)
- * and links are disabled, never erased, so a path names one link for good: a record is never
- * removed from the index, and a link's number is never given to another link. A link that
- * does not redirect (disabled, a reserved slug, a destination that is not http(s)) keeps its
- * record as a tombstone with its version (`updatedAt`): a late event with an older state
- * (replayed after the database load already had a newer one) changes nothing, for a disabled
- * link too. An update whose Location does not fit in its record's room moves the record to the
- * arena's end; the arena is compacted once the moved records' bytes are worth it (a copy of
- * the records in use: about a quarter of a second per million links, once per that many bytes
- * of moved records).
+ * and links are disabled, never erased, so a path names one link for good: a bucket is never
+ * emptied, and a link's number is never given to another link. A link that does not redirect
+ * (disabled, a reserved slug, a destination that is not http(s)) keeps its bucket as a
+ * tombstone with its version: a late event with an older state (replayed after the database
+ * load already had a newer one) changes nothing, for a disabled link too. An update is written
+ * in place; a Location that no longer fits where it was goes to the arena's end, which is
+ * compacted once the records left behind are worth it. Past MAX_LOAD the buckets double, each
+ * record placed again.
  */
 export class SlugTable {
-  private buffer = new ArrayBuffer(INITIAL_BYTES)
-  private bytes = Buffer.from(this.buffer)
+  private capacity = INITIAL_BUCKETS
+  /** Bucket position of a hash: its high bits scaled to the capacity (any capacity, not only powers of 2). */
+  private scale = INITIAL_BUCKETS / 2 ** 32
+  private tags = new Uint8Array(INITIAL_BUCKETS)
+  private buffer = new ArrayBuffer(BASE + INITIAL_BUCKETS * BUCKET)
+  private bytes = new Uint8Array(this.buffer)
   private f64 = new Float64Array(this.buffer)
   private i32 = new Int32Array(this.buffer)
-  /** Bytes of the arena in use (records, moved ones included); 0 is never a record's offset. */
+  /** The arena: records' bytes that do not fit in their bucket. 0 is never an offset. */
+  private arena = Buffer.alloc(INITIAL_ARENA)
+  /** Bytes of the arena in use (records left behind included). */
   private used = 8
-  /** Bytes of records that were moved: garbage until the next compaction. */
+  /** Bytes of the arena left behind by records that moved on: garbage until the next compaction. */
   private moved = 0
-  /** Per slot two int32: the path's hash and its record's offset / 8 (0: an empty slot). */
-  private slots = new Int32Array(INITIAL_SLOTS * 2)
-  private mask = INITIAL_SLOTS - 1
+  /** By link number: the version (updatedAt) of the state its bucket holds. */
+  private versions = new Float64Array(INITIAL_BUCKETS)
   private readonly seed = randomBytes(4).readInt32LE(0) | 1
   /** Link numbers given so far (a record's link number is never another link's). */
   private links = 0
-  /** Paths with a record. */
+  /** Paths with a bucket. */
   private paths = 0
   /** By account number: the account's id, as a string and as bytes (one copy each, whatever the rows bring). */
   private readonly accountIds: Array<string> = []
@@ -158,7 +174,7 @@ export class SlugTable {
   /** Set once the database load has finished. */
   ready = false
 
-  /** `compactAfterBytes`: moved records' bytes worth a compaction (default 16 MiB; tests use less). */
+  /** `compactAfterBytes`: arena bytes left behind worth a compaction (default 16 MiB; tests use less). */
   constructor(private readonly compactAfterBytes = COMPACT_AFTER) {}
 
   private hash(path: string): number {
@@ -167,54 +183,78 @@ export class SlugTable {
     return finishHash(h)
   }
 
-  /** `hash` of the path a record holds, from its bytes (the same characters: visible ASCII). */
-  private hashOfRecord(at: number): number {
-    const bytes = this.bytes
-    const end = at + HEAD + this.i32[(at >>> 2) + PATH_LENGTH]!
+  /** `hash` of a path from its bytes (the same characters: visible ASCII). */
+  private hashOfBytes(bytes: Uint8Array, from: number, n: number): number {
     let h = this.seed
-    for (let i = at + HEAD; i < end; i++) h = Math.imul(h ^ bytes[i]!, FNV_PRIME)
+    for (let i = from; i < from + n; i++) h = Math.imul(h ^ bytes[i]!, FNV_PRIME)
     return finishHash(h)
   }
 
-  /** The offset of `path`'s record (a tombstone's too), or -1. */
+  /** The bucket the hash `h` is placed from. */
+  private home(h: number): number {
+    return ((h >>> 0) * this.scale) | 0
+  }
+
+  /** The row (bucket offset) of `path`'s record (a tombstone's too), or -1. */
   private find(path: string, h: number): number {
-    const slots = this.slots
+    const tags = this.tags
     const bytes = this.bytes
+    const tag = tagOf(h)
     const n = path.length
-    let i = h & this.mask
+    let i = this.home(h)
     for (;;) {
-      const word = slots[i * 2 + 1]!
-      if (word === 0) return -1
-      if (slots[i * 2] === h) {
-        const at = word * 8
-        if (this.i32[(at >>> 2) + PATH_LENGTH] === n) {
+      const t = tags[i]!
+      if (t === 0) return -1
+      if (t === tag) {
+        const row = BASE + i * BUCKET
+        if (bytes[row + PATH_LENGTH] === n) {
           let c = 0
-          while (c < n && bytes[at + HEAD + c] === path.charCodeAt(c)) c++
-          if (c === n) return at
+          if (bytes[row + KIND] === INLINE) {
+            while (c < n && bytes[row + DATA + c] === path.charCodeAt(c)) c++
+          } else {
+            const arena = this.arena
+            const from = this.i32[(row >>> 2) + ARENA_AT]! * 8
+            while (c < n && arena[from + c] === path.charCodeAt(c)) c++
+          }
+          if (c === n) return row
         }
       }
-      i = (i + 1) & this.mask
+      if (++i === this.capacity) i = 0
     }
   }
 
   /**
    * The record of the link at `path` if it redirects, else -1: the request path's one lookup.
    * What it gives is read through `location`, `linkId`, `accountId` and `expiresAt`, at once
-   * (an update may move the record).
+   * (a change to the table may move the record).
    */
   rowOf(path: string): number {
     if (path.length > MAX_PATH) return -1
-    const at = this.find(path, this.hash(path))
-    return at < 0 || this.f64[at >>> 3] === NO_REDIRECT ? -1 : at
+    const row = this.find(path, this.hash(path))
+    return row < 0 || this.f64[row >>> 3] === NO_REDIRECT ? -1 : row
+  }
+
+  /** The bytes a row's path, link id and Location are in: its bucket's buffer or the arena. */
+  private bytesOf(row: number): Uint8Array {
+    return this.bytes[row + KIND] === INLINE ? this.bytes : this.arena
+  }
+
+  /** Where, in `bytesOf(row)`, the row's path starts; its link id and Location follow. */
+  private pathAt(row: number): number {
+    return this.bytes[row + KIND] === INLINE ? row + DATA : this.i32[(row >>> 2) + ARENA_AT]! * 8
   }
 
   /**
    * The Location header of a record, as bytes (the destination with UTM merged, visible
-   * ASCII only): a view of the arena, valid until the table changes.
+   * ASCII only): a view of the table's memory, valid until the table changes.
    */
   location(row: number): Uint8Array {
-    const i = row >>> 2
-    return new Uint8Array(this.buffer, this.locationAt(row), this.i32[i + LOCATION_LENGTH]!)
+    const bytes = this.bytes
+    const skip = bytes[row + PATH_LENGTH]! + bytes[row + ID_LENGTH]!
+    const length = this.i32[(row >>> 2) + LOCATION_LENGTH]!
+    if (bytes[row + KIND] === INLINE) return new Uint8Array(this.buffer, row + DATA + skip, length)
+    const arena = this.arena
+    return new Uint8Array(arena.buffer, arena.byteOffset + this.i32[(row >>> 2) + ARENA_AT]! * 8 + skip, length)
   }
 
   /** The record's link number: no other link of this table ever has it. */
@@ -224,8 +264,8 @@ export class SlugTable {
 
   /** The record's link id (a new string: not for the request path, which copies bytes with `writeRun`). */
   linkId(row: number): string {
-    const from = this.idAt(row)
-    return this.bytes.toString("latin1", from, from + this.i32[(row >>> 2) + ID_LENGTH]!)
+    const from = this.pathAt(row) + this.bytes[row + PATH_LENGTH]!
+    return Buffer.from(this.bytesOf(row).subarray(from, from + this.bytes[row + ID_LENGTH]!)).toString("latin1")
   }
 
   /** The record's account id (the table's one string for that account). */
@@ -236,18 +276,17 @@ export class SlugTable {
   /**
    * The record's run entry at `at` in `out` (room for MAX_RUN_ENTRY bytes): the u32 length and
    * bytes of the link id, then of the account id, as the crash spool keeps them
-   * (ClickSpool.ts); says where it ends. Copied from the record, whose lines the lookup has
+   * (ClickSpool.ts); says where it ends. Copied from the bucket, whose lines the lookup has
    * just read, byte by byte (ids are short: less than a call), allocating nothing.
    */
   writeRun(row: number, out: Buffer, at: number): number {
-    const i = row >>> 2
-    const bytes = this.bytes
-    const from = this.idAt(row)
-    const n = this.i32[i + ID_LENGTH]!
+    const n = this.bytes[row + ID_LENGTH]!
+    const bytes = this.bytesOf(row)
+    const from = this.pathAt(row) + this.bytes[row + PATH_LENGTH]!
     out.writeUInt32LE(n, at)
     for (let k = 0; k < n; k++) out[at + 4 + k] = bytes[from + k]!
     at += 4 + n
-    const account = this.accountBytes[this.i32[i + ACCOUNT]!]!
+    const account = this.accountBytes[this.i32[(row >>> 2) + ACCOUNT]!]!
     const m = account.length
     out.writeUInt32LE(m, at)
     for (let k = 0; k < m; k++) out[at + 4 + k] = account[k]!
@@ -281,18 +320,15 @@ export class SlugTable {
   }
 
   /**
-   * Room for `paths` paths before the index grows, and `bytesPerPath` of arena each before it
-   * does: a load that knows its size roughly copies nothing as it goes. Pages of the arena not
-   * yet written take no memory, so a generous guess costs little.
+   * Buckets for `paths` paths before the table grows: a load that knows its size roughly
+   * places each record once. Pages of buckets not yet written take no memory.
    */
-  reserve(paths: number, bytesPerPath = RESERVE_BYTES_PER_PATH) {
-    const n = Math.min(Math.max(0, Math.floor(paths)), MAX_RESERVE)
-    if (this.mask + 1 < 2 * n) this.growIndex(2 ** Math.ceil(Math.log2(2 * n)))
-    const bytes = Math.min(align8(n * bytesPerPath), MAX_RESERVE_BYTES)
-    if (bytes > this.buffer.byteLength) this.resize(bytes)
+  reserve(paths: number) {
+    const wanted = Math.min(Math.ceil(Math.max(0, paths) / MAX_LOAD), MAX_RESERVE_BUCKETS)
+    if (wanted > this.capacity) this.rebuild(wanted)
   }
 
-  /** Bytes of the arena in use, moved records included (bench/slug-table-updates.ts, tests). */
+  /** Bytes of the arena in use, records left behind included (bench/slug-table-updates.ts, tests). */
   get arenaBytes(): number {
     return this.used
   }
@@ -306,52 +342,55 @@ export class SlugTable {
     const path = `/${state.slug}`
     if (!storablePath(path) || !storableId(state.id) || !storableId(state.accountId)) return false
     const h = this.hash(path)
-    let at = this.find(path, h)
-    if (at >= 0 && state.updatedAt < this.f64[(at >>> 3) + UPDATED_AT]!) return false
+    let row = this.find(path, h)
+    if (row >= 0 && state.updatedAt < this.versions[this.i32[(row >>> 2) + LINK]!]!) return false
     // Reserved slugs (healthz, readyz, …) are the short host's own paths: never a redirect,
     // even for a row written before its slug was reserved. Checked here, not per request.
     const location =
       state.active && !isReservedSlug(state.slug) ? prepareLocation(state.destinationUrl, state.utm) : null
-    const room = location?.length ?? 0
-    if (at < 0) {
+    let link: number
+    if (row < 0) {
+      if (this.paths + 1 > this.capacity * MAX_LOAD) this.rebuild(Math.min(this.capacity * 2, MAX_BUCKETS))
+      row = this.claim(h)
       this.paths++
-      at = this.insert(path, h, this.links++, state.id, room)
+      link = this.newLink()
     } else {
-      if (this.f64[at >>> 3] !== NO_REDIRECT) this.size--
+      if (this.f64[row >>> 3] !== NO_REDIRECT) this.size--
+      link = this.i32[(row >>> 2) + LINK]!
       // A path names one link for good; a state that says otherwise (the service makes none)
-      // takes a record and a number of its own, so no click is counted for the other link.
-      if (!this.holdsId(at, state.id)) at = this.move(path, h, at, state.id, room, this.links++)
-      else if (room > this.i32[(at >>> 2) + LOCATION_ROOM]!) at = this.move(path, h, at, state.id, room)
+      // takes a number of its own, so no click is counted for the other link.
+      if (!this.holdsId(row, state.id)) link = this.newLink()
     }
-    const i = at >>> 2
-    this.f64[(at >>> 3) + UPDATED_AT] = state.updatedAt
+    const i = row >>> 2
+    this.versions[link] = state.updatedAt
+    this.i32[i + LINK] = link
     this.i32[i + ACCOUNT] = this.account(state.accountId)
+    this.write(row, path, state.id, location ?? "")
     if (location === null) {
-      this.f64[(at >>> 3) + EXPIRES_AT] = NO_REDIRECT
-      this.i32[i + LOCATION_LENGTH] = 0
+      this.f64[row >>> 3] = NO_REDIRECT
       return true
     }
-    this.bytes.write(location, this.locationAt(at), "latin1")
-    this.i32[i + LOCATION_LENGTH] = location.length
-    this.f64[(at >>> 3) + EXPIRES_AT] = state.expiresAt ?? Number.POSITIVE_INFINITY
+    this.f64[row >>> 3] = state.expiresAt ?? Number.POSITIVE_INFINITY
     this.size++
     return true
   }
 
-  /** Where the record's link id starts: after its path. */
-  private idAt(at: number): number {
-    return at + HEAD + this.i32[(at >>> 2) + PATH_LENGTH]!
+  /** A new link number, with room for its version. */
+  private newLink(): number {
+    const n = this.links++
+    if (n === this.versions.length) {
+      const wider = new Float64Array(n * 2)
+      wider.set(this.versions)
+      this.versions = wider
+    }
+    return n
   }
 
-  /** Where the record's Location starts: after its link id. */
-  private locationAt(at: number): number {
-    return this.idAt(at) + this.i32[(at >>> 2) + ID_LENGTH]!
-  }
-
-  private holdsId(at: number, id: string): boolean {
-    if (this.i32[(at >>> 2) + ID_LENGTH] !== id.length) return false
-    const from = this.idAt(at)
-    for (let k = 0; k < id.length; k++) if (this.bytes[from + k] !== id.charCodeAt(k)) return false
+  private holdsId(row: number, id: string): boolean {
+    if (this.bytes[row + ID_LENGTH] !== id.length) return false
+    const bytes = this.bytesOf(row)
+    const from = this.pathAt(row) + this.bytes[row + PATH_LENGTH]!
+    for (let k = 0; k < id.length; k++) if (bytes[from + k] !== id.charCodeAt(k)) return false
     return true
   }
 
@@ -370,114 +409,115 @@ export class SlugTable {
     return n
   }
 
-  /** A new record for `path` at the arena's end, in the index. */
-  private insert(path: string, h: number, link: number, id: string, room: number): number {
-    // Called after the path was counted. At most half the slots in use: short probe runs.
-    if (2 * this.paths > this.mask + 1) this.growIndex()
-    const at = this.allocate(path, link, id, room)
-    place(this.slots, this.mask, h, at / 8)
-    return at
-  }
-
-  /** The record at `from` again at the arena's end with more room; the index points there. */
-  private move(
-    path: string,
-    h: number,
-    from: number,
-    id: string,
-    room: number,
-    link = this.i32[(from >>> 2) + LINK]!
-  ): number {
-    // A resize keeps every offset, so `from` still holds the record after `allocate`.
-    const to = this.allocate(path, link, id, room)
-    this.moved += this.recordBytes(from)
-    this.i32[(from >>> 2) + LINK] = MOVED
-    this.pointTo(h, from, to)
-    if (this.moved >= this.compactAfterBytes && this.moved * 2 >= this.used) return this.compact(to)
-    return to
-  }
-
-  private recordBytes(at: number): number {
-    const i = at >>> 2
-    return align8(HEAD + this.i32[i + PATH_LENGTH]! + this.i32[i + ID_LENGTH]! + this.i32[i + LOCATION_ROOM]!)
-  }
-
-  /** The slot that points at the record at `from` points at `to`. */
-  private pointTo(h: number, from: number, to: number) {
-    let i = h & this.mask
-    while (this.slots[i * 2 + 1] !== from / 8) i = (i + 1) & this.mask
-    this.slots[i * 2 + 1] = to / 8
-  }
-
-  /** Space for a record at the arena's end, its fixed part, path and link id written. */
-  private allocate(path: string, link: number, id: string, room: number): number {
-    const size = align8(HEAD + path.length + id.length + room)
-    if (this.used + size > this.buffer.byteLength) this.resize(Math.max(this.buffer.byteLength * 2, this.used + size))
-    const at = this.used
-    this.used += size
-    const i = at >>> 2
-    this.f64[(at >>> 3) + EXPIRES_AT] = NO_REDIRECT
-    this.i32[i + LINK] = link
-    this.i32[i + PATH_LENGTH] = path.length
-    this.i32[i + LOCATION_LENGTH] = 0
-    this.i32[i + LOCATION_ROOM] = room
-    this.i32[i + ID_LENGTH] = id.length
-    this.bytes.write(path, at + HEAD, "latin1")
-    this.bytes.write(id, at + HEAD + path.length, "latin1")
-    return at
-  }
-
-  /** A new arena of `bytes`, with the records in use copied to the same offsets. */
-  private resize(bytes: number) {
-    const buffer = new ArrayBuffer(align8(bytes))
-    new Uint8Array(buffer).set(new Uint8Array(this.buffer, 0, this.used))
-    this.adopt(buffer)
-  }
-
-  private adopt(buffer: ArrayBuffer) {
-    this.buffer = buffer
-    this.bytes = Buffer.from(buffer)
-    this.f64 = new Float64Array(buffer)
-    this.i32 = new Int32Array(buffer)
-  }
-
-  /** Twice the slots (or `slots`), every record indexed again (by the hash its slot kept). */
-  private growIndex(slots = (this.mask + 1) << 1) {
-    const old = this.slots
-    this.slots = new Int32Array(slots * 2)
-    this.mask = this.slots.length / 2 - 1
-    for (let j = 0; j < old.length; j += 2) {
-      if (old[j + 1] !== 0) place(this.slots, this.mask, old[j]!, old[j + 1]!)
-    }
+  /** The first empty bucket of the hash's run, tagged: its row. */
+  private claim(h: number): number {
+    let i = this.home(h)
+    while (this.tags[i] !== 0) if (++i === this.capacity) i = 0
+    this.tags[i] = tagOf(h)
+    return BASE + i * BUCKET
   }
 
   /**
-   * The records in use into a new arena, in the order they have, and a new index over them
-   * (one pass over the arena, whose reads come in order; the index, smaller, takes the random
-   * ones); says where the record at `at` went.
+   * The bucket's path, link id and Location: in the bucket when they fit, else in the arena
+   * (where they were, if they still fit there; else at its end, leaving the old bytes behind).
    */
-  private compact(at: number): number {
-    const live = this.used - this.moved
-    const buffer = new ArrayBuffer(align8(Math.max(INITIAL_BYTES, live + (live >> 1))))
-    // Copied as int32 words (records are 8-aligned): no view allocated per record.
-    const to = new Int32Array(buffer)
-    const i32 = this.i32
-    const slots = new Int32Array(this.slots.length)
-    let used = 8
-    let moved = -1
-    for (let from = 8, size = 0; from < this.used; from += size) {
-      size = this.recordBytes(from)
-      if (i32[(from >>> 2) + LINK] === MOVED) continue
-      for (let k = 0, a = from >>> 2, b = used >>> 2, n = size >>> 2; k < n; k++) to[b + k] = i32[a + k]!
-      place(slots, this.mask, this.hashOfRecord(from), used / 8)
-      if (from === at) moved = used
-      used += size
+  private write(row: number, path: string, id: string, location: string) {
+    const i = row >>> 2
+    const n = path.length + id.length + location.length
+    const bytes = this.bytes
+    const wasArena = bytes[row + KIND] === IN_ARENA
+    let to: number
+    let target: Uint8Array
+    if (DATA + n <= BUCKET) {
+      if (wasArena) this.leave(this.i32[i + ROOM]!)
+      bytes[row + KIND] = INLINE
+      to = row + DATA
+      target = bytes
+    } else {
+      if (!wasArena || this.i32[i + ROOM]! < n) {
+        if (wasArena) this.leave(this.i32[i + ROOM]!)
+        const room = align8(n)
+        this.i32[i + ARENA_AT] = this.allocate(room) / 8
+        this.i32[i + ROOM] = room
+        bytes[row + KIND] = IN_ARENA
+      }
+      to = this.i32[i + ARENA_AT]! * 8
+      target = this.arena
     }
-    this.adopt(buffer)
-    this.slots = slots
+    bytes[row + PATH_LENGTH] = path.length
+    bytes[row + ID_LENGTH] = id.length
+    this.i32[i + LOCATION_LENGTH] = location.length
+    to = put(target, to, path)
+    to = put(target, to, id)
+    put(target, to, location)
+    if (this.moved >= this.compactAfterBytes && this.moved * 2 >= this.used) this.compact()
+  }
+
+  /** Arena bytes of a record that moved on: garbage until the next compaction. */
+  private leave(room: number) {
+    this.moved += room
+  }
+
+  /** `room` bytes at the arena's end: their offset. */
+  private allocate(room: number): number {
+    if (this.used + room > this.arena.length) {
+      const wider = Buffer.alloc(Math.max(this.arena.length * 2, this.used + room))
+      this.arena.copy(wider, 0, 0, this.used)
+      this.arena = wider
+    }
+    const at = this.used
+    this.used += room
+    return at
+  }
+
+  /** Every record in `capacity` buckets (at most MAX_LOAD of them used), each placed again by its path's hash. */
+  private rebuild(capacity: number) {
+    if (this.paths + 1 > capacity * MAX_LOAD) throw new Error(`slug table full: ${this.paths} paths`)
+    const oldTags = this.tags
+    const old = this.i32
+    const oldBytes = this.bytes
+    const oldCapacity = this.capacity
+    this.capacity = capacity
+    this.scale = capacity / 2 ** 32
+    this.tags = new Uint8Array(capacity)
+    this.buffer = new ArrayBuffer(BASE + capacity * BUCKET)
+    this.bytes = new Uint8Array(this.buffer)
+    this.f64 = new Float64Array(this.buffer)
+    this.i32 = new Int32Array(this.buffer)
+    const to = this.i32
+    for (let j = 0; j < oldCapacity; j++) {
+      if (oldTags[j] === 0) continue
+      const from = BASE + j * BUCKET
+      const inline = oldBytes[from + KIND] === INLINE
+      const h = this.hashOfBytes(
+        inline ? oldBytes : this.arena,
+        inline ? from + DATA : old[(from >>> 2) + ARENA_AT]! * 8,
+        oldBytes[from + PATH_LENGTH]!
+      )
+      const row = this.claim(h)
+      // Copied as int32 words: no view allocated per bucket.
+      for (let k = 0, a = from >>> 2, b = row >>> 2; k < BUCKET / 4; k++) to[b + k] = old[a + k]!
+    }
+  }
+
+  /** The records in the arena into a new one, in bucket order; their buckets point there. */
+  private compact() {
+    const live = this.used - this.moved
+    const arena = Buffer.alloc(align8(Math.max(INITIAL_ARENA, live + (live >> 1))))
+    let used = 8
+    for (let j = 0; j < this.capacity; j++) {
+      const row = BASE + j * BUCKET
+      if (this.tags[j] === 0 || this.bytes[row + KIND] !== IN_ARENA) continue
+      const i = row >>> 2
+      const from = this.i32[i + ARENA_AT]! * 8
+      const room = this.i32[i + ROOM]!
+      this.arena.copy(arena, used, from, from + room)
+      this.i32[i + ARENA_AT] = used / 8
+      used += room
+    }
+    this.arena = arena
     this.used = used
     this.moved = 0
-    return moved
   }
 }
 

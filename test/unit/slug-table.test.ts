@@ -145,26 +145,42 @@ describe("the slug table's records", () => {
     expect(table.size).toBe(1)
   })
 
-  it("an update changes what it answers, expiry included, in place when the new Location fits", () => {
+  it("an update changes what it answers, expiry included, in its bucket while it fits, in the arena when not", () => {
     const table = new SlugTable()
     table.apply(link(7, { expiresAt: 10_000 }))
     const row = table.rowOf("/slug7")
     const bytes = table.arenaBytes
-    // Shorter: the same record.
+    // Shorter, or longer within the bucket's 128 bytes: the same bucket, no arena bytes.
     table.apply(link(7, { destinationUrl: "https://e.co/7", updatedAt: 1001 }))
+    table.apply(link(7, { destinationUrl: "https://e.com/moved", utm: { utm_source: "x" }, updatedAt: 1002 }))
     expect(table.rowOf("/slug7")).toBe(row)
     expect(table.arenaBytes).toBe(bytes)
-    // Longer: the record moves to the arena's end, and the path finds it there.
-    table.apply(link(7, { destinationUrl: "https://e.com/moved", utm: { utm_source: "x" }, updatedAt: 1002 }))
-    expect(table.rowOf("/slug7")).not.toBe(row)
     expect(table.entryOf("/slug7")).toEqual({
       location: "https://e.com/moved?utm_source=x",
       linkId: "link_7",
       accountId: "acc_1",
       expiresAt: Number.POSITIVE_INFINITY
     })
+    // Too long for the bucket: its bytes go to the arena; the path still finds the same row.
+    const long = `https://e.com/${"y".repeat(150)}`
+    table.apply(link(7, { destinationUrl: long, updatedAt: 1003 }))
+    expect(table.rowOf("/slug7")).toBe(row)
+    expect(table.arenaBytes).toBeGreaterThan(bytes + 150)
+    expect(table.entryOf("/slug7")?.location).toBe(long)
+    // Shorter again but still too long: in place in the arena. Short: back in the bucket.
+    const arena = table.arenaBytes
+    table.apply(link(7, { destinationUrl: long.slice(0, -10), updatedAt: 1004 }))
+    expect(table.arenaBytes).toBe(arena)
+    expect(table.entryOf("/slug7")?.location).toBe(long.slice(0, -10))
+    table.apply(link(7, { destinationUrl: "https://e.com/7", expiresAt: 20_000, updatedAt: 1005 }))
+    expect(table.entryOf("/slug7")).toEqual({
+      location: "https://e.com/7",
+      linkId: "link_7",
+      accountId: "acc_1",
+      expiresAt: 20_000
+    })
     expect(table.apply(link(7, { expiresAt: 10_000, updatedAt: 1000 }))).toBe(false)
-    expect(table.expiresAt(table.rowOf("/slug7"))).toBe(Number.POSITIVE_INFINITY)
+    expect(table.expiresAt(table.rowOf("/slug7"))).toBe(20_000)
     expect(table.size).toBe(1)
     expect(table.rowCount).toBe(1)
   })
@@ -173,7 +189,8 @@ describe("the slug table's records", () => {
     const table = new SlugTable(4096)
     const count = 300
     for (let n = 0; n < count; n++) table.apply(link(n))
-    // Each round's Locations are longer than the last: every record moves, again and again.
+    // Each round's Locations are longer than the last: from the fourth round on they do not
+    // fit in their buckets, and every record's bytes move in the arena, again and again.
     for (let round = 1; round <= 6; round++) {
       for (let n = 0; n < count; n++) {
         table.apply(
@@ -230,13 +247,13 @@ describe("the slug table's records", () => {
   it("a reservation made with links in it keeps them, and takes many more; an absurd estimate is capped", () => {
     const table = new SlugTable()
     for (let n = 0; n < 100; n++) table.apply(link(n))
-    table.reserve(20_000, 64)
+    table.reserve(20_000)
     // Smaller than what it holds: nothing to do.
     table.reserve(10)
     for (let n = 100; n < 20_000; n++) table.apply(link(n))
     for (const n of [0, 99, 100, 12_345, 19_999]) expect(table.entryOf(`/slug${n}`)?.linkId).toBe(`link_${n}`)
     expect(table.size).toBe(20_000)
-    // Capped at 2^24 paths and 1 GiB of arena, not 10^12 (which would throw: no such ArrayBuffer).
+    // Capped at 1 GiB of buckets, not 10^12 paths (which would throw: no such ArrayBuffer).
     const huge = new SlugTable()
     huge.reserve(1e12)
     huge.apply(link(1))
@@ -301,8 +318,8 @@ describe("the slug table against a plain model", () => {
     }
     expect(table.size).toBe(active)
     expect(table.rowCount).toBe(model.size)
-    // Compactions kept the arena near the records in use (each at most 40 + 8 + 10 + 216
-    // bytes: head, path, link id, Location): without them it takes far more.
+    // Compactions kept the arena near the records in use (each at most 8 + 10 + 216 bytes:
+    // path, link id, Location, and only those too long for a bucket): without them it takes far more.
     expect(table.arenaBytes).toBeLessThan(model.size * 274)
   })
 })
