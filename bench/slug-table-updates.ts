@@ -1,9 +1,11 @@
 /**
- * What updates cost the slug table: builds COUNT links (default 1,000,000), then gives every
- * link a longer Location twice over, so every record moves to the arena's end and the arena
- * is resized and then compacted. Prints the arena's bytes after each step and the longest
- * single `apply` of each round: the pause a redirector takes when one update lands on a
- * resize or a compaction (every other update is written in place or appended).
+ * What updates cost the slug table: builds COUNT links (default 1,000,000; its buckets double
+ * as it goes, each record placed again), then gives every link a Location too long for its
+ * bucket, then a longer one still, so every record's bytes go to the arena, then move to its
+ * end, and the arena is resized and then compacted. Prints the arena's bytes after each step
+ * and the longest single `apply` of each round: the pause a redirector takes when one update
+ * lands on the buckets' growth, the arena's resize or a compaction (every other update is
+ * written in place or appended).
  *
  *   node --import tsx bench/slug-table-updates.ts [COUNT]
  */
@@ -38,10 +40,10 @@ const round = (path: string, updatedAt: number) => {
 const out = {
   links: count,
   load: round("scale", 1),
-  longer: round("scale/longer", 2),
-  longer_still: round("scale/longer/still", 3)
+  longer: round(`scale/${"l".repeat(100)}`, 2),
+  longer_still: round(`scale/${"l".repeat(100)}/still`, 3)
 }
-if (table.entryOf(`/s${count - 1}`)?.location !== `https://example.com/scale/longer/still/${count - 1}`) {
+if (table.entryOf(`/s${count - 1}`)?.location !== `https://example.com/scale/${"l".repeat(100)}/still/${count - 1}`) {
   process.stderr.write("bench/slug-table-updates.ts: the last link does not answer its last state\n")
   process.exit(1)
 }
