@@ -49,8 +49,6 @@ const nameOf = (name: string): Buffer | string => {
   return bytes
 }
 const statusOf = (code: number): Buffer | string => STATUS_BYTES[code] ?? String(code)
-/** An empty body as bytes (an empty string is converted per call too). */
-const NO_BYTES = Buffer.alloc(0)
 
 const TIMED_OUT = "The request did not arrive in time; the connection is closed.\n"
 const TOO_LARGE = `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes.\n`
@@ -71,7 +69,8 @@ interface ServerState {
  * Content-Length itself and calls endWithoutBody() without arguments.
  */
 const uwsEnd = (res: Uws.HttpResponse, isHead: boolean, body: string | Uint8Array, close: boolean) => {
-  if (!isHead) res.end(body === "" ? NO_BYTES : body, close)
+  // An empty body goes as no argument at all: bytes (or a string) would be converted per call.
+  if (!isHead) res.end(body === "" ? undefined : body, close)
   else {
     const length = contentLength(body)
     if (length === 0 || close) res.endWithoutBody(length, close)
