@@ -149,7 +149,7 @@ export class SlugTable {
   private scale = INITIAL_BUCKETS / 2 ** 32
   private tags = new Uint8Array(INITIAL_BUCKETS)
   private buffer = new ArrayBuffer(BASE + INITIAL_BUCKETS * BUCKET)
-  private bytes = new Uint8Array(this.buffer)
+  private bytes = Buffer.from(this.buffer)
   private f64 = new Float64Array(this.buffer)
   private i32 = new Int32Array(this.buffer)
   /** The arena: records' bytes that do not fit in their bucket. 0 is never an offset. */
@@ -237,7 +237,7 @@ export class SlugTable {
   }
 
   /** The bytes a row's path, link id and Location are in: its bucket's buffer or the arena. */
-  private bytesOf(row: number): Uint8Array {
+  private bytesOf(row: number): Buffer {
     return this.bytes[row + KIND] === INLINE ? this.bytes : this.arena
   }
 
@@ -267,7 +267,7 @@ export class SlugTable {
   /** The record's link id (a new string: not for the request path, which copies bytes with `writeRun`). */
   linkId(row: number): string {
     const from = this.pathAt(row) + this.bytes[row + PATH_LENGTH]!
-    return Buffer.from(this.bytesOf(row).subarray(from, from + this.bytes[row + ID_LENGTH]!)).toString("latin1")
+    return this.bytesOf(row).toString("latin1", from, from + this.bytes[row + ID_LENGTH]!)
   }
 
   /** The record's account id (the table's one string for that account). */
@@ -323,7 +323,8 @@ export class SlugTable {
 
   /**
    * Buckets for `paths` paths before the table grows: a load that knows its size roughly
-   * places each record once. Pages of buckets not yet written take no memory.
+   * places each record once. Records land all over the buckets, so each one reserved takes
+   * its 128 bytes: a guess too high costs memory, one too low a growth or two.
    */
   reserve(paths: number) {
     const wanted = Math.min(Math.ceil(Math.max(0, paths) / MAX_LOAD), MAX_RESERVE_BUCKETS)
@@ -432,13 +433,13 @@ export class SlugTable {
     let to: number
     let target: Uint8Array
     if (DATA + n <= BUCKET) {
-      if (wasArena) this.leave(this.i32[i + ROOM]!)
+      if (wasArena) this.moved += this.i32[i + ROOM]!
       bytes[row + KIND] = INLINE
       to = row + DATA
       target = bytes
     } else {
       if (!wasArena || this.i32[i + ROOM]! < n) {
-        if (wasArena) this.leave(this.i32[i + ROOM]!)
+        if (wasArena) this.moved += this.i32[i + ROOM]!
         const room = align8(n)
         this.i32[i + ARENA_AT] = this.allocate(room) / 8
         this.i32[i + ROOM] = room
@@ -454,11 +455,6 @@ export class SlugTable {
     to = put(target, to, id)
     put(target, to, location)
     if (this.moved >= this.compactAfterBytes && this.moved * 2 >= this.used) this.compact()
-  }
-
-  /** Arena bytes of a record that moved on: garbage until the next compaction. */
-  private leave(room: number) {
-    this.moved += room
   }
 
   /** `room` bytes at the arena's end: their offset. */
@@ -484,7 +480,7 @@ export class SlugTable {
     this.scale = capacity / 2 ** 32
     this.tags = new Uint8Array(capacity)
     this.buffer = new ArrayBuffer(BASE + capacity * BUCKET)
-    this.bytes = new Uint8Array(this.buffer)
+    this.bytes = Buffer.from(this.buffer)
     this.f64 = new Float64Array(this.buffer)
     this.i32 = new Int32Array(this.buffer)
     const to = this.i32
