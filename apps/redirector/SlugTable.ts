@@ -210,14 +210,10 @@ export class SlugTable {
       if (t === tag) {
         const row = BASE + i * BUCKET
         if (bytes[row + PATH_LENGTH] === n) {
+          const source = this.bytesOf(row)
+          const from = this.pathAt(row)
           let c = 0
-          if (bytes[row + KIND] === INLINE) {
-            while (c < n && bytes[row + DATA + c] === path.charCodeAt(c)) c++
-          } else {
-            const arena = this.arena
-            const from = this.i32[(row >>> 2) + ARENA_AT]! * 8
-            while (c < n && arena[from + c] === path.charCodeAt(c)) c++
-          }
+          while (c < n && source[from + c] === path.charCodeAt(c)) c++
           if (c === n) return row
         }
       }
