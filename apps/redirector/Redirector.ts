@@ -1,6 +1,12 @@
 import { Cause, Config, Context, Effect, Layer, Metric, Option, Runtime } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { type HttpEngine, type HttpExchange, type HttpHandler, serveHttp } from "../../infra/http/HttpServer.js"
+import {
+  type HttpEngine,
+  type HttpExchange,
+  type HttpHandler,
+  StatusWithHeaders,
+  serveHttp
+} from "../../infra/http/HttpServer.js"
 import { METRICS_PATH, makeMetricsAnswer } from "../../infra/http/MetricsAnswer.js"
 import { NO_TRUSTED_PROXIES, visitorAddressOf } from "../../infra/http/TrustedProxies.js"
 import {
@@ -20,8 +26,8 @@ import { SlugTable, startSlugTable } from "./SlugTable.js"
 import { makeVisitorSecrets } from "./VisitorSecrets.js"
 
 const NO_STORE = "private, no-store"
-/** The same as bytes, for the redirect itself: the engine passes bytes on as they are (infra/http/UwsServer.ts). */
-const NO_STORE_BYTES = Buffer.from(NO_STORE, "latin1")
+/** A redirect's status with its Cache-Control: one call on the request path (infra/http/Exchange.ts). */
+const FOUND = new StatusWithHeaders(302, [["Cache-Control", NO_STORE]])
 const HTML = "text/html; charset=utf-8"
 const TEXT = "text/plain; charset=utf-8"
 
@@ -125,10 +131,7 @@ export const makeRedirectHandler = (
               countryHeader === "" ? "" : ex.header(countryHeader)
             )
           }
-          ex.writeStatus(302)
-            .writeHeader("Location", table.location(row))
-            .writeHeader("Cache-Control", NO_STORE_BYTES)
-            .end("")
+          ex.writeStatus(FOUND).writeHeader("Location", table.location(row)).end("")
           counts.redirects++
           return
         }

@@ -16,6 +16,7 @@ export type {
   RunningHttpServer,
   ServeOptions
 } from "./Exchange.js"
+export { StatusWithHeaders } from "./Exchange.js"
 export { ipText, ipv4Offset } from "./IpText.js"
 
 /** HTTP_ENGINE: `uws` or `node` forces one; unset or `auto` takes uWebSockets.js when it loads. */

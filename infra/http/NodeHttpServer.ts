@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { Effect } from "effect"
 import { answerClientError, type HttpDeadlines, serverOptions } from "./ClientErrors.js"
 import { contentLength, HttpServerError, INTERNAL_ERROR } from "./EngineShared.js"
-import type { DeferredAnswer, HttpExchange, ServeOptions } from "./Exchange.js"
+import type { DeferredAnswer, HttpExchange, ServeOptions, StatusWithHeaders } from "./Exchange.js"
 
 /** The exchange of the node:http engine: one per request (this engine is the fallback). */
 class NodeExchange implements HttpExchange, DeferredAnswer {
@@ -41,8 +41,12 @@ class NodeExchange implements HttpExchange, DeferredAnswer {
   remoteAddressRaw(): string {
     return this.remoteAddress()
   }
-  writeStatus(code: number): this {
-    this.code = code
+  writeStatus(status: number | StatusWithHeaders): this {
+    if (typeof status === "number") this.code = status
+    else {
+      this.code = status.code
+      for (const [name, value] of status.headers) this.headers.push(name, value)
+    }
     return this
   }
   end(body: string | Uint8Array): void {

@@ -2,7 +2,7 @@ import type * as Uws from "uWebSockets.js"
 import { Effect } from "effect"
 import { type HttpDeadlines, MAX_HEADER_BYTES } from "./ClientErrors.js"
 import { contentLength, HttpServerError, INTERNAL_ERROR } from "./EngineShared.js"
-import type { DeferredAnswer, HttpExchange, ServeOptions } from "./Exchange.js"
+import type { DeferredAnswer, HttpExchange, ServeOptions, StatusWithHeaders } from "./Exchange.js"
 import { ipText } from "./IpText.js"
 
 export type UwsModule = typeof Uws
@@ -31,24 +31,41 @@ const STATUS_LINES: Record<number, string> = {
  * Arguments as bytes: uWebSockets.js turns a string argument into UTF-8 in a buffer it
  * allocates and frees per call (V8's String::Utf8Value), and reads bytes where they are; for a
  * header read that is ~250 ns against ~135 ns on a 2-core VM. Status lines and header names are
- * few and fixed, so each is encoded once; values stay as given (many change per answer).
+ * few and fixed, so each is encoded once, as an ArrayBuffer of its own (a Buffer would cost
+ * the binding one more step to its memory); values stay as given (many change per answer).
  */
-const STATUS_BYTES: Record<number, Buffer> = Object.fromEntries(
-  Object.entries(STATUS_LINES).map(([code, line]) => [code, Buffer.from(line, "latin1")])
+const bytesOf = (s: string): ArrayBuffer => {
+  const bytes = new Uint8Array(s.length)
+  bytes.set(Buffer.from(s, "latin1"))
+  return bytes.buffer
+}
+const STATUS_BYTES: Record<number, ArrayBuffer> = Object.fromEntries(
+  Object.entries(STATUS_LINES).map(([code, line]) => [code, bytesOf(line)])
 )
 /** Header names encoded so far, at most NAMES_HELD: past that a name goes as the string it is. */
-const nameBytes = new Map<string, Buffer>()
+const nameBytes = new Map<string, ArrayBuffer>()
 const NAMES_HELD = 256
-const nameOf = (name: string): Buffer | string => {
+const nameOf = (name: string): ArrayBuffer | string => {
   let bytes = nameBytes.get(name)
   if (bytes === undefined) {
     if (nameBytes.size >= NAMES_HELD) return name
-    bytes = Buffer.from(name, "latin1")
+    bytes = bytesOf(name)
     nameBytes.set(name, bytes)
   }
   return bytes
 }
-const statusOf = (code: number): Buffer | string => STATUS_BYTES[code] ?? String(code)
+/**
+ * The status line's text after "HTTP/1.1 ", as uWebSockets.js writes it (then "\r\n"): with a
+ * status's fixed headers it is "302 Found\r\nCache-Control: private, no-store", one argument.
+ */
+const statusOf = (status: number | StatusWithHeaders): ArrayBuffer | string => {
+  if (typeof status === "number") return STATUS_BYTES[status] ?? String(status)
+  if (status.encoded === undefined) {
+    const line = STATUS_LINES[status.code] ?? String(status.code)
+    status.encoded = bytesOf(line + status.headers.map(([name, value]) => `\r\n${name}: ${value}`).join(""))
+  }
+  return status.encoded as ArrayBuffer
+}
 
 const TIMED_OUT = "The request did not arrive in time; the connection is closed.\n"
 const TOO_LARGE = `The request line and headers are larger than ${MAX_HEADER_BYTES} bytes.\n`
@@ -113,8 +130,8 @@ class UwsExchange implements HttpExchange {
     // A getpeername(2) and a new ArrayBuffer per call: uWebSockets.js keeps no address per connection.
     return this.res.getRemoteAddress()
   }
-  writeStatus(code: number): this {
-    this.res.writeStatus(statusOf(code))
+  writeStatus(status: number | StatusWithHeaders): this {
+    this.res.writeStatus(statusOf(status))
     return this
   }
   end(body: string | Uint8Array): void {
@@ -181,7 +198,7 @@ class UwsDeferred implements DeferredAnswer {
   closeAfter = false
   onAbort: (() => void) | undefined
   private done = false
-  private status: Buffer | string = STATUS_BYTES[200]!
+  private status: ArrayBuffer | string = STATUS_BYTES[200]!
   private readonly headers: Array<string | Uint8Array> = []
   constructor(
     private readonly res: Uws.HttpResponse,
@@ -201,8 +218,8 @@ class UwsDeferred implements DeferredAnswer {
     this.done = true
     this.state.pending--
   }
-  writeStatus(code: number): this {
-    this.status = statusOf(code)
+  writeStatus(status: number | StatusWithHeaders): this {
+    this.status = statusOf(status)
     return this
   }
   writeHeader(name: string, value: string | Uint8Array): this {
