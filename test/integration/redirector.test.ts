@@ -119,7 +119,9 @@ const hit = async (url: string, init: { method?: string; headers?: Record<string
 
 /**
  * Every click of a link in clicks.v1, read back from the log with the catalogue's schema:
- * each click with its event and the raw record beside it.
+ * each click with its event and the raw record beside it. Each event once, by its id, as a
+ * consumer counts them: a publish retried after an acknowledgement that came late (a close
+ * interrupting it, say) appends the same event again (docs/events.md: at least once).
  */
 const clicksOf = (env: Env, linkId: string) =>
   env.infra.runPromise(
@@ -130,10 +132,12 @@ const clicksOf = (env: Env, linkId: string) =>
         event: Extract<ClickEvent, { type: "clicks.recorded" }>
         record: LogRecord
       }> = []
+      const seen = new Set<string>()
       yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
         Effect.sync(() => {
           for (const { event, record } of batch.events) {
-            if (event.type !== "clicks.recorded") continue
+            if (event.type !== "clicks.recorded" || seen.has(event.id)) continue
+            seen.add(event.id)
             for (const click of linkedClicks(event.data))
               if (click.link_id === linkId) found.push({ click, event, record })
           }
