@@ -1,10 +1,8 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { EventLog } from "../../domain/EventLog.js"
-import { ClickEvent, linkedClicks, Topics } from "../../domain/Events.js"
 import { call } from "../support/api.js"
+import { clicksInLog } from "../support/clicks.js"
 import { burst, freePort, request, spawnRedirector, stop, waitReady } from "../support/redirectorProcess.js"
 import { redirectorSuite } from "../support/redirectorSuite.js"
 import type { Envelope, Link } from "../support/resources.js"
@@ -67,24 +65,7 @@ const clicksThenChange = async (url: string, linkId: string, clicks: number, des
 }
 
 /** The clicks of a link in clicks.v1, each event counted once by its id (as the projector does). */
-const countedClicks = (linkId: string) =>
-  suite.infra.runPromise(
-    Effect.gen(function* () {
-      const log = yield* EventLog
-      const seen = new Set<string>()
-      let clicks = 0
-      yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
-        Effect.sync(() => {
-          for (const { event } of batch.events) {
-            if (event.type !== "clicks.recorded" || seen.has(event.id)) continue
-            seen.add(event.id)
-            for (const c of linkedClicks(event.data)) if (c.link_id === linkId) clicks++
-          }
-        })
-      )
-      return clicks
-    })
-  )
+const countedClicks = async (linkId: string) => (await suite.infra.runPromise(clicksInLog(linkId))).length
 
 const spoolFiles = () => {
   const dir = path.join(suite.dataDir, "spool", "redirector")

@@ -1,10 +1,8 @@
 import * as http from "node:http"
 import * as path from "node:path"
-import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { EventLog } from "../../domain/EventLog.js"
-import { ClickEvent, linkedClicks, Topics } from "../../domain/Events.js"
 import { call } from "../support/api.js"
+import { clicksInLog } from "../support/clicks.js"
 import { freePort, spawnRedirector, waitReady } from "../support/redirectorProcess.js"
 import { redirectorSuite } from "../support/redirectorSuite.js"
 import type { Envelope, Link } from "../support/resources.js"
@@ -66,29 +64,10 @@ const live = (port: number, slug: string) =>
   })
 
 /** The clicks of a link in clicks.v1 (each event once) and how many distinct visitors made them. */
-const clicksOf = (linkId: string) =>
-  suite.infra.runPromise(
-    Effect.gen(function* () {
-      const log = yield* EventLog
-      const seen = new Set<string>()
-      const visitors = new Set<string>()
-      let clicks = 0
-      yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
-        Effect.sync(() => {
-          for (const { event } of batch.events) {
-            if (event.type === "click.recorded" || seen.has(event.id)) continue
-            seen.add(event.id)
-            for (const c of linkedClicks(event.data)) {
-              if (c.link_id !== linkId) continue
-              clicks++
-              visitors.add(c.visitor)
-            }
-          }
-        })
-      )
-      return { clicks, visitors: visitors.size }
-    })
-  )
+const clicksOf = async (linkId: string) => {
+  const found = await suite.infra.runPromise(clicksInLog(linkId))
+  return { clicks: found.length, visitors: new Set(found.map((f) => f.click.visitor)).size }
+}
 
 const settled = async (linkId: string, clicks: number) => {
   await waitFor(async () => (await clicksOf(linkId)).clicks >= clicks, {

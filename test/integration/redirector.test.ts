@@ -17,14 +17,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { dayString, utcDay, visitorHash } from "../../apps/redirector/ClickClassify.js"
 import { makeClickCapture } from "../../apps/redirector/Clicks.js"
 import { Redirector, RedirectorLayer } from "../../apps/redirector/Redirector.js"
-import { EventLog, EventLogError, type LogRecord, type OutgoingRecord } from "../../domain/EventLog.js"
-import { batchedClicks, ClickEvent, type LinkedClick, linkedClicks, Topics } from "../../domain/Events.js"
+import { EventLog, EventLogError, type OutgoingRecord } from "../../domain/EventLog.js"
+import { batchedClicks, ClickEvent, linkedClicks } from "../../domain/Events.js"
 import { AppConfig } from "../../infra/AppConfig.js"
 import { LinkRepoLive } from "../../infra/postgres/Links.js"
 import { OutboxRelayLive } from "../../infra/postgres/OutboxRelay.js"
 import { VisitorSecretRepoLive } from "../../infra/postgres/VisitorSecrets.js"
 import { call, startTestApi, type TestAccount, type TestApi } from "../support/api.js"
 import { clickOn } from "../support/clickLinks.js"
+import { clicksInLog } from "../support/clicks.js"
 import { embeddedEventLogLayer, kafkaEventLogLayer, testDatabaseLayer, testKafkaBrokers } from "../support/eventlog.js"
 import type { Envelope, Link } from "../support/resources.js"
 import { waitFor, waitForEffect } from "../support/waitFor.js"
@@ -117,35 +118,8 @@ const hit = async (url: string, init: { method?: string; headers?: Record<string
   return { status: res.status, headers: res.headers, body }
 }
 
-/**
- * Every click of a link in clicks.v1, read back from the log with the catalogue's schema:
- * each click with its event and the raw record beside it. Each event once, by its id, as a
- * consumer counts them: a publish retried after an acknowledgement that came late (a close
- * interrupting it, say) appends the same event again (docs/events.md: at least once).
- */
-const clicksOf = (env: Env, linkId: string) =>
-  env.infra.runPromise(
-    Effect.gen(function* () {
-      const log = yield* EventLog
-      const found: Array<{
-        click: LinkedClick
-        event: Extract<ClickEvent, { type: "clicks.recorded" }>
-        record: LogRecord
-      }> = []
-      const seen = new Set<string>()
-      yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
-        Effect.sync(() => {
-          for (const { event, record } of batch.events) {
-            if (event.type !== "clicks.recorded" || seen.has(event.id)) continue
-            seen.add(event.id)
-            for (const click of linkedClicks(event.data))
-              if (click.link_id === linkId) found.push({ click, event, record })
-          }
-        })
-      )
-      return found
-    })
-  )
+/** Every click of a link in clicks.v1, each event once (test/support/clicks.ts). */
+const clicksOf = (env: Env, linkId: string) => env.infra.runPromise(clicksInLog(linkId))
 
 const env = useEnv()
 

@@ -1,12 +1,44 @@
-import type { OutgoingRecord } from "../../domain/EventLog.js"
-import type {
-  BatchedClick,
-  ClickRecorded,
-  ClicksRecorded,
-  ClicksRecordedV2,
-  ClicksRecordedV3,
-  LinkedClick
+import { Effect } from "effect"
+import { EventLog, type LogRecord, type OutgoingRecord } from "../../domain/EventLog.js"
+import {
+  type BatchedClick,
+  ClickEvent,
+  type ClickRecorded,
+  type ClicksRecorded,
+  type ClicksRecordedV2,
+  type ClicksRecordedV3,
+  type LinkedClick,
+  linkedClicks,
+  Topics
 } from "../../domain/Events.js"
+
+/**
+ * Every click of a link in clicks.v1, read from the beginning with the catalogue's schema, each
+ * event once by its id as a consumer counts them (docs/events.md: delivery is at least once; a
+ * publish retried after an acknowledgement that came late, a close interrupting it say,
+ * appends the same event again): the click with its event and the raw record beside it.
+ */
+export const clicksInLog = (linkId: string) =>
+  Effect.gen(function* () {
+    const log = yield* EventLog
+    const found: Array<{
+      click: LinkedClick
+      event: Extract<ClickEvent, { type: "clicks.recorded" }>
+      record: LogRecord
+    }> = []
+    const seen = new Set<string>()
+    yield* log.read({ topic: Topics.clicks, startAt: { _tag: "Beginning" } }, ClickEvent, (batch) =>
+      Effect.sync(() => {
+        for (const { event, record } of batch.events) {
+          if (event.type !== "clicks.recorded" || seen.has(event.id)) continue
+          seen.add(event.id)
+          for (const click of linkedClicks(event.data))
+            if (click.link_id === linkId) found.push({ click, event, record })
+        }
+      })
+    )
+    return found
+  })
 
 interface Head {
   readonly id: string
