@@ -64,10 +64,9 @@ deprioritize "$ALL_PID" "$NICE"
 ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
 node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the link failed"
 
-# Started as `npm run start:redirector` starts one (the same node flags).
-REDIRECTOR_NODE_FLAGS=$(node -e 'const s = require("./package.json").scripts["start:redirector"]; console.log((s.match(/node((?: --[^ ]+)*) --import/) ?? ["", ""])[1].trim())')
+# Started as `npm run start:redirector` starts one (scripts/redirector.sh: its node flags and glibc tunable).
 # exec: $! is the node process itself (its RSS, its SIGTERM).
-redirector() { exec node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts; }
+redirector() { exec sh scripts/redirector.sh; }
 SHORT_PORT=$ONE_PORT redirector >"$TMP/one.log" 2>&1 &
 ONE_PID=$!
 SHORT_PORT=$PROCS_PORT REDIRECTOR_REUSE_PORT=1 redirector >"$TMP/proc1.log" 2>&1 &

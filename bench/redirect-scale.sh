@@ -82,15 +82,14 @@ wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
 deprioritize "$ALL_PID" "$NICE"
 ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
 
-REDIRECTOR_NODE_FLAGS=$(node -e 'const s = require("./package.json").scripts["start:redirector"]; console.log((s.match(/node((?: --[^ ]+)*) --import/) ?? ["", ""])[1].trim())')
 # BENCH_CPU_PROF=DIR: each redirector writes a V8 CPU profile into DIR/one or DIR/scale when
 # it stops (summarize with bench/cpu-profile-summary.ts).
 cpu_prof() { [ -z "${BENCH_CPU_PROF:-}" ] || printf -- '--cpu-prof --cpu-prof-dir=%s/%s' "$BENCH_CPU_PROF" "$1"; }
 node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the first link failed"
 # `one` loads the single link; the seeded rows after it send no events, so it keeps one.
-SHORT_PORT=$ONE_PORT LOG_LEVEL=Info node $REDIRECTOR_NODE_FLAGS $(cpu_prof one) --import tsx apps/redirector/main.ts >"$TMP/one.log" 2>&1 &
+SHORT_PORT=$ONE_PORT LOG_LEVEL=Info sh scripts/redirector.sh $(cpu_prof one) >"$TMP/one.log" 2>&1 &
 ONE_PID=$!
-SHORT_PORT=$ONE_OFF_PORT CLICK_CAPTURE=off node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/one-off.log" 2>&1 &
+SHORT_PORT=$ONE_OFF_PORT CLICK_CAPTURE=off sh scripts/redirector.sh >"$TMP/one-off.log" 2>&1 &
 ONE_OFF_PID=$!
 wait_http "http://127.0.0.1:$ONE_PORT/readyz" "$ONE_PID" "the one-link redirector" 120 200
 wait_http "http://127.0.0.1:$ONE_OFF_PORT/readyz" "$ONE_OFF_PID" "the one-link redirector (capture off)" 120 200
@@ -106,7 +105,7 @@ quiet_service "$ALL_PID"
 pause_pids "$ALL_PID"
 log "bench: the service process is stopped (SIGSTOP) until the end; its PostgreSQL runs on"
 start_ms=$(date +%s%3N)
-SHORT_PORT=$SCALE_PORT LOG_LEVEL=Info node $REDIRECTOR_NODE_FLAGS $(cpu_prof scale) --import tsx apps/redirector/main.ts >"$TMP/scale.log" 2>&1 &
+SHORT_PORT=$SCALE_PORT LOG_LEVEL=Info sh scripts/redirector.sh $(cpu_prof scale) >"$TMP/scale.log" 2>&1 &
 SCALE_PID=$!
 wait_http "http://127.0.0.1:$SCALE_PORT/readyz" "$SCALE_PID" "the million-link redirector" 300 200
 READY_MS=$(($(date +%s%3N) - start_ms))
@@ -122,7 +121,7 @@ log "bench: $LOADED; ready $((READY_MS / 1000)).$(printf '%03d' $((READY_MS % 10
 quiet_wait "$SCALE_PID" "the million-link redirector"
 IDLE_RSS_SCALE=$(rss_mb "$SCALE_PID")
 IDLE_RSS_ONE=$(rss_mb "$ONE_PID")
-SHORT_PORT=$SCALE_OFF_PORT CLICK_CAPTURE=off node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/scale-off.log" 2>&1 &
+SHORT_PORT=$SCALE_OFF_PORT CLICK_CAPTURE=off sh scripts/redirector.sh >"$TMP/scale-off.log" 2>&1 &
 SCALE_OFF_PID=$!
 wait_http "http://127.0.0.1:$SCALE_OFF_PORT/readyz" "$SCALE_OFF_PID" "the million-link redirector (capture off)" 300 200
 

@@ -179,11 +179,10 @@ COUNT_PATH=/count$$
 custom_domain_verify "bench$$.example.test"
 
 # Two redirectors of their own, attached to the service's PostgreSQL and event log, started
-# as `npm run start:redirector` starts one (the same node flags).
-REDIRECTOR_NODE_FLAGS=$(node -e 'const s = require("./package.json").scripts["start:redirector"]; console.log((s.match(/node((?: --[^ ]+)*) --import/) ?? ["", ""])[1].trim())')
-SHORT_PORT=$CAP_PORT CLICK_CAPTURE=on node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/capture.log" 2>&1 &
+# as `npm run start:redirector` starts one (scripts/redirector.sh: its node flags and glibc tunable).
+SHORT_PORT=$CAP_PORT CLICK_CAPTURE=on sh scripts/redirector.sh >"$TMP/capture.log" 2>&1 &
 CAP_PID=$!
-SHORT_PORT=$NOCAP_PORT CLICK_CAPTURE=off node $REDIRECTOR_NODE_FLAGS --import tsx apps/redirector/main.ts >"$TMP/nocapture.log" 2>&1 &
+SHORT_PORT=$NOCAP_PORT CLICK_CAPTURE=off sh scripts/redirector.sh >"$TMP/nocapture.log" 2>&1 &
 NOCAP_PID=$!
 BARE_PORT=$BARE_PORT node --import tsx bench/bare-uws.ts >"$TMP/bare.log" 2>&1 &
 BARE_PID=$!

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto"
+import { readFileSync } from "node:fs"
 import { Effect } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { LinkEvent, Topics } from "../../domain/Events.js"
@@ -167,7 +168,8 @@ export class SlugTable {
   private paths = 0
   /** By account number: the account's id, as a string and as bytes (one copy each, whatever the rows bring). */
   private readonly accountIds: Array<string> = []
-  private readonly accountBytes: Array<Buffer> = []
+  /** By account number: the account's run entry part (`writeRun`): the u32 length and bytes of its id. */
+  private readonly accountEntries: Array<Buffer> = []
   private readonly accounts = new Map<string, number>()
   private lastAccount = ""
   private lastAccountNumber = -1
@@ -278,17 +280,24 @@ export class SlugTable {
    * just read, byte by byte (ids are short: less than a call), allocating nothing.
    */
   writeRun(row: number, out: Buffer, at: number): number {
-    const n = this.bytes[row + ID_LENGTH]!
-    const bytes = this.bytesOf(row)
-    const from = this.pathAt(row) + this.bytes[row + PATH_LENGTH]!
-    out.writeUInt32LE(n, at)
-    for (let k = 0; k < n; k++) out[at + 4 + k] = bytes[from + k]!
-    at += 4 + n
-    const account = this.accountBytes[this.i32[(row >>> 2) + ACCOUNT]!]!
+    const bytes = this.bytes
+    const n = bytes[row + ID_LENGTH]!
+    const inline = bytes[row + KIND] === INLINE
+    const source = inline ? bytes : this.arena
+    const from = (inline ? row + DATA : this.i32[(row >>> 2) + ARENA_AT]! * 8) + bytes[row + PATH_LENGTH]!
+    // The u32 length (an id is shorter than 256 bytes), then the bytes.
+    out[at] = n
+    out[at + 1] = 0
+    out[at + 2] = 0
+    out[at + 3] = 0
+    at += 4
+    for (let k = 0; k < n; k++) out[at + k] = source[from + k]!
+    at += n
+    // The account's entry as it is, its length included.
+    const account = this.accountEntries[this.i32[(row >>> 2) + ACCOUNT]!]!
     const m = account.length
-    out.writeUInt32LE(m, at)
-    for (let k = 0; k < m; k++) out[at + 4 + k] = account[k]!
-    return at + 4 + m
+    for (let k = 0; k < m; k++) out[at + k] = account[k]!
+    return at + m
   }
 
   /** ms since the epoch after which the record's link answers 404; Infinity when it never expires. */
@@ -401,7 +410,10 @@ export class SlugTable {
     if (n === undefined) {
       n = this.accountIds.length
       this.accountIds.push(id)
-      this.accountBytes.push(Buffer.from(id, "latin1"))
+      const entry = Buffer.alloc(4 + id.length)
+      entry.writeUInt32LE(id.length, 0)
+      entry.write(id, 4, "latin1")
+      this.accountEntries.push(entry)
       this.accounts.set(id, n)
     }
     this.lastAccount = id
@@ -546,6 +558,19 @@ export const stateOfLink = (link: Link): LinkState => ({
   updatedAt: link.updatedAt.getTime()
 })
 
+/**
+ * This process's memory in transparent huge pages (MB), where Linux tells it: the slug table's
+ * buckets are when glibc asks for them (scripts/redirector.sh).
+ */
+const hugePagesMb = (): number | undefined => {
+  try {
+    const kb = /^AnonHugePages:\s+(\d+) kB$/m.exec(readFileSync("/proc/self/smaps_rollup", "latin1"))?.[1]
+    return kb === undefined ? undefined : Math.round(Number(kb) / 1024)
+  } catch {
+    return undefined
+  }
+}
+
 /** Rows per FETCH of the load's cursor. */
 const LOAD_BATCH = 10_000
 
@@ -580,10 +605,12 @@ export const startSlugTable = (table: SlugTable) =>
     table.ready = true
     const used = process.cpuUsage(cpu)
     const rssMb = Math.round(process.memoryUsage.rss() / 1048576)
+    const huge = hugePagesMb()
     // The CPU time too: on a shared machine the wall time says more about the neighbours.
     yield* Effect.logInfo(
       `slug table loaded: ${loaded} links (${table.size} active) in ${Date.now() - started} ms ` +
-        `(cpu ${Math.round((used.user + used.system) / 1000)} ms), rss ${rssMb} MB`
+        `(cpu ${Math.round((used.user + used.system) / 1000)} ms), rss ${rssMb} MB` +
+        (huge === undefined ? "" : `, ${huge} MB of it in huge pages`)
     )
     yield* log.follow({ topic: Topics.links, startAt: { _tag: "Offsets", offsets } }, LinkEvent, (batch) =>
       Effect.sync(() => {

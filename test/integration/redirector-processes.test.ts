@@ -124,11 +124,20 @@ describe("the click spool, with the redirector as its own process", () => {
 })
 
 describe("several redirector processes on one port", () => {
-  it("with REDIRECTOR_REUSE_PORT=1 two processes share the port: exact click counts, and a change reaches both", async () => {
+  it("with REDIRECTOR_REUSE_PORT=1 two processes share the port: exact click counts, and a change reaches both; each started with glibc's huge pages unless its GLIBC_TUNABLES says otherwise", async () => {
     const link = await createLink("https://example.com/shared-before")
     const port = await freePort()
-    const [a, b] = [start(port, { REDIRECTOR_REUSE_PORT: "1" }), start(port, { REDIRECTOR_REUSE_PORT: "1" })]
+    // `b` turns the launcher's huge pages off (scripts/redirector.sh keeps a caller's choice).
+    const [a, b] = [
+      start(port, { REDIRECTOR_REUSE_PORT: "1" }),
+      start(port, { REDIRECTOR_REUSE_PORT: "1", GLIBC_TUNABLES: "glibc.malloc.hugetlb=0" })
+    ]
     await Promise.all([waitReady(a), waitReady(b)])
+    const tunables = (pid: number | undefined) =>
+      /(?:^|\0)GLIBC_TUNABLES=([^\0]*)/.exec(fs.readFileSync(`/proc/${pid}/environ`, "latin1"))?.[1]
+    expect([tunables(a.child.pid), tunables(b.child.pid)]).toEqual(["glibc.malloc.hugetlb=1", "glibc.malloc.hugetlb=0"])
+    // The load line says how much of the process is in huge pages.
+    expect(a.output()).toMatch(/slug table loaded: .*, rss \d+ MB, \d+ MB of it in huge pages/)
     const url = `http://127.0.0.1:${port}/${link.slug}`
     const N = 300
     const visibleAfter = await clicksThenChange(url, link.id, N, "https://example.com/shared-after")

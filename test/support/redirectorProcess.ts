@@ -29,7 +29,8 @@ export const freePort = () =>
   })
 
 export const spawnRedirector = (env: Record<string, string>): RedirectorProcess => {
-  const child = spawn(process.execPath, ["--max-semi-space-size=32", "--import", "tsx", "apps/redirector/main.ts"], {
+  // Its launcher execs node: the child's pid is the redirector's, for kill -9.
+  const child = spawn("sh", ["scripts/redirector.sh"], {
     cwd: ROOT,
     env: { ...process.env, KAFKA_BROKERS: "", LOG_LEVEL: "Info", ...env },
     stdio: ["ignore", "pipe", "pipe"]
