@@ -8,7 +8,8 @@
 #   million links), so a random link's lookup misses the TLB far less: 358 and 413 ns of CPU
 #   against 468 and 482 with 4 KiB pages (`bench/slug-table-lookup.ts` run both ways, a 2-core
 #   VM; docs/redirect-tier.md). RSS stays the same. A GLIBC_TUNABLES the caller set is kept,
-#   and one that names glibc.malloc.hugetlb decides (`=0`: no huge pages). Without THP (`never` in /sys/kernel/mm/transparent_hugepage/enabled) or glibc it changes
+#   and one that names glibc.malloc.hugetlb decides (`=0`: no huge pages). Without THP
+#   (`never` in /sys/kernel/mm/transparent_hugepage/enabled) or without glibc it changes
 #   nothing; the redirector's `slug table loaded` line says how many MB are in huge pages.
 # - --max-semi-space-size=32: a larger young generation means fewer collections under load
 #   (3-6% more redirects per second with click capture on).

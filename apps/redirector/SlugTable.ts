@@ -166,9 +166,9 @@ export class SlugTable {
   private links = 0
   /** Paths with a bucket. */
   private paths = 0
-  /** By account number: the account's id, as a string and as bytes (one copy each, whatever the rows bring). */
+  /** By account number: the account's id (one copy, whatever the rows bring). */
   private readonly accountIds: Array<string> = []
-  /** By account number: the account's run entry part (`writeRun`): the u32 length and bytes of its id. */
+  /** By account number: its part of a run entry (`writeRun`), the u32 length and bytes of its id. */
   private readonly accountEntries: Array<Buffer> = []
   private readonly accounts = new Map<string, number>()
   private lastAccount = ""
