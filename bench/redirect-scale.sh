@@ -28,7 +28,7 @@
 # (default 3), BENCH_THREADS
 # (default 1), BENCH_CONNECTIONS (default 64), BENCH_NICE (niceness of the service, default
 # 10), BENCH_KEEP=1, BENCH_CPU_PROF=DIR (CPU profiles of the two redirectors with capture on). The last line on stdout is one JSON object:
-#   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "idle_rss_mb", "idle_one_rss_mb", "table_rss_mb",
+#   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "load_huge_mb", "idle_rss_mb", "idle_one_rss_mb", "table_rss_mb",
 #    "rss_mb", "one_rss_mb", "bare_rps",
 #    "one_rps", "scale_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
 #    "scale_vs_one_nocapture", per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us"}
@@ -109,11 +109,13 @@ SHORT_PORT=$SCALE_PORT LOG_LEVEL=Info sh scripts/redirector.sh $(cpu_prof scale)
 SCALE_PID=$!
 wait_http "http://127.0.0.1:$SCALE_PORT/readyz" "$SCALE_PID" "the million-link redirector" 300 200
 READY_MS=$(($(date +%s%3N) - start_ms))
-LOADED=$(grep -o 'slug table loaded: [0-9]* links ([0-9]* active) in [0-9]* ms (cpu [0-9]* ms), rss [0-9]* MB' "$TMP/scale.log" | tail -n 1)
+LOADED=$(grep -o 'slug table loaded: [0-9]* links ([0-9]* active) in [0-9]* ms (cpu [0-9]* ms), rss [0-9]* MB\(, [0-9]* MB of it in huge pages\)\?' "$TMP/scale.log" | tail -n 1)
 [ -n "$LOADED" ] || die "the redirector did not log its load"
 LOAD_MS=$(printf '%s' "$LOADED" | sed -E 's/.* in ([0-9]+) ms.*/\1/')
 LOAD_CPU_MS=$(printf '%s' "$LOADED" | sed -E 's/.*cpu ([0-9]+) ms.*/\1/')
 LOAD_RSS=$(printf '%s' "$LOADED" | sed -E 's/.*rss ([0-9]+) MB.*/\1/')
+# The MB in huge pages (scripts/redirector.sh), where the kernel says: empty otherwise.
+LOAD_HUGE=$(printf '%s' "$LOADED" | sed -nE 's/.*, ([0-9]+) MB of it in huge pages.*/\1/p')
 log "bench: $LOADED; ready $((READY_MS / 1000)).$(printf '%03d' $((READY_MS % 1000)))s after spawn"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$SCALE_PORT/s$LINKS")" = 302 ] || die "the last seeded slug does not redirect"
 # The table's share: both redirectors idle and loaded, before any traffic (clicks waiting to
@@ -179,7 +181,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 node -e '
-  const [links, readyMs, loadMs, loadCpuMs, loadRss, idleScale, idleOne, rssScale, rssOne, ...runs] = process.argv.slice(1)
+  const [links, readyMs, loadMs, loadCpuMs, loadRss, loadHuge, idleScale, idleOne, rssScale, rssOne, ...runs] = process.argv.slice(1)
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
   const ratio = (a, b) => median(rounds.map((r) => r[a].rps / r[b].rps))
@@ -187,7 +189,7 @@ node -e '
   const f = (x, d) => Number(x.toFixed(d))
   const out = {
     links: Number(links), ready_s: f(readyMs / 1000, 3), load_ms: Number(loadMs), load_cpu_ms: Number(loadCpuMs),
-    load_rss_mb: Number(loadRss),
+    load_rss_mb: Number(loadRss), load_huge_mb: loadHuge === "" ? null : Number(loadHuge),
     idle_rss_mb: Number(idleScale), idle_one_rss_mb: Number(idleOne), table_rss_mb: Number(idleScale) - Number(idleOne),
     rss_mb: Number(rssScale), one_rss_mb: Number(rssOne),
     bare_rps: f(rps("bare"), 1), one_rps: f(rps("one"), 1), scale_rps: f(rps("scale"), 1),
@@ -210,4 +212,4 @@ node -e '
   console.log(names.map((n) => `${n}: ${out[`${n}_cpu_us`]} us of its own CPU per request, service ${out[`${n}_service_cpu_us`]}, the rest (wrk) ${out[`${n}_other_cpu_us`]}`).join("; "))
   console.log(`ready ${out.ready_s} s after spawn (load ${out.load_ms} ms; target 10 s), RSS ${out.idle_rss_mb} MB idle (table ${out.table_rss_mb} MB; target <= 500), ${out.rss_mb} MB after the warm-up, scale/one ${out.scale_vs_one} (target >= 0.95; ${out.scale_vs_one_nocapture} with click capture off)`)
   console.log(JSON.stringify(out))
-' "$LINKS" "$READY_MS" "$LOAD_MS" "$LOAD_CPU_MS" "$LOAD_RSS" "$IDLE_RSS_SCALE" "$IDLE_RSS_ONE" "$RSS_SCALE" "$RSS_ONE" "${RUNS[@]}"
+' "$LINKS" "$READY_MS" "$LOAD_MS" "$LOAD_CPU_MS" "$LOAD_RSS" "$LOAD_HUGE" "$IDLE_RSS_SCALE" "$IDLE_RSS_ONE" "$RSS_SCALE" "$RSS_ONE" "${RUNS[@]}"

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs"
 import { readFile } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
@@ -9,6 +10,19 @@ export const isAlive = (pid: number): boolean => {
     return true
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/**
+ * A process's anonymous memory in transparent huge pages, in bytes (Linux /proc; this
+ * process's by default), or null when it cannot be read. Read once at a start, not polled.
+ */
+export const hugePagesOf = (pid: number | "self" = "self"): number | null => {
+  try {
+    const kb = /^AnonHugePages:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "latin1"))?.[1]
+    return kb === undefined ? null : Number(kb) * 1024
+  } catch {
+    return null
   }
 }
 

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto"
-import { readFileSync } from "node:fs"
 import { Effect } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { LinkEvent, Topics } from "../../domain/Events.js"
 import { isReservedSlug, type Link } from "../../domain/Link.js"
 import { LinkRepo } from "../../domain/ports/LinkRepo.js"
+import { hugePagesOf } from "../../infra/Processes.js"
 import { prepareLocation } from "./Location.js"
 
 /**
@@ -244,6 +244,11 @@ export class SlugTable {
     return this.bytes[row + KIND] === INLINE ? row + DATA : this.i32[(row >>> 2) + ARENA_AT]! * 8
   }
 
+  /** Where, in `bytesOf(row)`, the row's link id starts (its length: ID_LENGTH). */
+  private linkIdAt(row: number): number {
+    return this.pathAt(row) + this.bytes[row + PATH_LENGTH]!
+  }
+
   /**
    * The Location header of a record, as bytes (the destination with UTM merged, visible
    * ASCII only): a view of the table's memory, valid until the table changes.
@@ -264,7 +269,7 @@ export class SlugTable {
 
   /** The record's link id (a new string: not for the request path, which copies bytes with `writeRun`). */
   linkId(row: number): string {
-    const from = this.pathAt(row) + this.bytes[row + PATH_LENGTH]!
+    const from = this.linkIdAt(row)
     return this.bytesOf(row).toString("latin1", from, from + this.bytes[row + ID_LENGTH]!)
   }
 
@@ -280,11 +285,9 @@ export class SlugTable {
    * just read, byte by byte (ids are short: less than a call), allocating nothing.
    */
   writeRun(row: number, out: Buffer, at: number): number {
-    const bytes = this.bytes
-    const n = bytes[row + ID_LENGTH]!
-    const inline = bytes[row + KIND] === INLINE
-    const source = inline ? bytes : this.arena
-    const from = (inline ? row + DATA : this.i32[(row >>> 2) + ARENA_AT]! * 8) + bytes[row + PATH_LENGTH]!
+    const n = this.bytes[row + ID_LENGTH]!
+    const source = this.bytesOf(row)
+    const from = this.linkIdAt(row)
     // The u32 length (an id is shorter than 256 bytes), then the bytes.
     out[at] = n
     out[at + 1] = 0
@@ -398,7 +401,7 @@ export class SlugTable {
   private holdsId(row: number, id: string): boolean {
     if (this.bytes[row + ID_LENGTH] !== id.length) return false
     const bytes = this.bytesOf(row)
-    const from = this.pathAt(row) + this.bytes[row + PATH_LENGTH]!
+    const from = this.linkIdAt(row)
     for (let k = 0; k < id.length; k++) if (bytes[from + k] !== id.charCodeAt(k)) return false
     return true
   }
@@ -558,19 +561,6 @@ export const stateOfLink = (link: Link): LinkState => ({
   updatedAt: link.updatedAt.getTime()
 })
 
-/**
- * This process's memory in transparent huge pages (MB), where Linux tells it: the slug table's
- * buckets are when glibc asks for them (scripts/redirector.sh).
- */
-const hugePagesMb = (): number | undefined => {
-  try {
-    const kb = /^AnonHugePages:\s+(\d+) kB$/m.exec(readFileSync("/proc/self/smaps_rollup", "latin1"))?.[1]
-    return kb === undefined ? undefined : Math.round(Number(kb) / 1024)
-  } catch {
-    return undefined
-  }
-}
-
 /** Rows per FETCH of the load's cursor. */
 const LOAD_BATCH = 10_000
 
@@ -605,12 +595,13 @@ export const startSlugTable = (table: SlugTable) =>
     table.ready = true
     const used = process.cpuUsage(cpu)
     const rssMb = Math.round(process.memoryUsage.rss() / 1048576)
-    const huge = hugePagesMb()
+    // The buckets are in huge pages when glibc asks for them (scripts/redirector.sh).
+    const huge = hugePagesOf()
     // The CPU time too: on a shared machine the wall time says more about the neighbours.
     yield* Effect.logInfo(
       `slug table loaded: ${loaded} links (${table.size} active) in ${Date.now() - started} ms ` +
         `(cpu ${Math.round((used.user + used.system) / 1000)} ms), rss ${rssMb} MB` +
-        (huge === undefined ? "" : `, ${huge} MB of it in huge pages`)
+        (huge === null ? "" : `, ${Math.round(huge / 1048576)} MB of it in huge pages`)
     )
     yield* log.follow({ topic: Topics.links, startAt: { _tag: "Offsets", offsets } }, LinkEvent, (batch) =>
       Effect.sync(() => {
