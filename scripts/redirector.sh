@@ -13,10 +13,18 @@
 #   nothing; the redirector's `slug table loaded` line says how many MB are in huge pages.
 # - --max-semi-space-size=32: a larger young generation means fewer collections under load
 #   (3-6% more redirects per second with click capture on).
+# - It runs the esbuild bundle of apps/redirector/main.ts (scripts/bundle.mjs, in .build/,
+#   rebuilt when a source changed), not the TypeScript through tsx: ready 3 s sooner with a
+#   million links on a 2-core VM, 60 MB less RSS. Where .build/ cannot be written and holds no
+#   fresh bundle, it says so and runs the sources through tsx.
 cd "$(dirname "$0")/.." || exit 1
 case ":${GLIBC_TUNABLES:-}" in
   *:glibc.malloc.hugetlb=*) ;;
   *) GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1" ;;
 esac
 export GLIBC_TUNABLES
+if BUNDLE=$(node scripts/bundle.mjs redirector apps/redirector/main.ts); then
+  exec node --max-semi-space-size=32 "$@" "$BUNDLE"
+fi
+echo "scripts/redirector.sh: no bundle (see above); running apps/redirector/main.ts through tsx" >&2
 exec node --max-semi-space-size=32 "$@" --import tsx apps/redirector/main.ts

@@ -561,11 +561,11 @@ export const stateOfLink = (link: Link): LinkState => ({
   updatedAt: link.updatedAt.getTime()
 })
 
-/** Rows per FETCH of the load's cursor. */
+/** Rows per batch the load applies between two turns of the event loop. */
 const LOAD_BATCH = 10_000
 
 /**
- * Every stored link, through one server-side cursor in batches, so memory stays flat while
+ * Every stored link, streamed from the database in batches, so memory stays flat while
  * loading (a million links: one batch of rows at a time beside the table).
  */
 export const loadLinks = (table: SlugTable) =>

@@ -42,8 +42,8 @@ export interface LinkRepoShape {
    */
   readonly streamAll: (accountId: AccountId, filter?: LinkFilter, pageSize?: number) => Stream.Stream<Link>
   /**
-   * Every link of every account, in no particular order, through one server-side cursor:
-   * `f` gets each batch of at most `batchSize` in turn (one snapshot of the table, memory
+   * Every link of every account, in no particular order, in one streamed read (a binary COPY
+   * in PostgreSQL): `f` gets each batch of at most `batchSize` in turn (one snapshot of the table, memory
    * flat). Says how many links there were.
    */
   readonly forEachSnapshot: <E, R>(

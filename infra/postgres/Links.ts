@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Chunk, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Schema, Stream } from "effect"
 import type { AccountId } from "../../domain/Account.js"
 import {
   Link,
@@ -12,6 +12,7 @@ import {
   Utm
 } from "../../domain/Link.js"
 import { type LinkOptionsChange, LinkRepo, type LinkSnapshot } from "../../domain/ports/LinkRepo.js"
+import { forEachLinkSnapshot } from "./LinkSnapshots.js"
 
 /** The columns of the links table as the driver returns them (timestamptz as Date, jsonb parsed). */
 const columns = {
@@ -70,44 +71,6 @@ const searchLinks = (sql: PgClient.PgClient, accountId: AccountId, s: LinkSearch
     SELECT * FROM links WHERE ${sql.and(conditions)}
     ORDER BY seq DESC LIMIT ${s.limit}`.pipe(Effect.flatMap(decodeRecords), Effect.orDie)
 }
-
-/** Every link as a LinkSnapshot, `batchSize` at a time, through one server-side cursor; the count. */
-const forEachLinkSnapshot = <E, R>(
-  sql: PgClient.PgClient,
-  batchSize: number,
-  f: (batch: ReadonlyArray<LinkSnapshot>) => Effect.Effect<void, E, R>
-) =>
-  sql.withTransaction(
-    Effect.gen(function* () {
-      // A cursor of its own transaction: one snapshot, fetched in batches (no ORDER BY: a
-      // sequential scan, and the reader keeps the newest state of a link by itself).
-      // Only what a redirect needs, times as epoch milliseconds (no Date per row).
-      yield* sql`
-        DECLARE all_links NO SCROLL CURSOR FOR
-        SELECT id, account_id AS "accountId", slug, destination_url AS "destinationUrl",
-               status = 'active' AS active, utm,
-               floor(extract(epoch FROM expires_at) * 1000)::float8 AS "expiresAt",
-               floor(extract(epoch FROM updated_at) * 1000)::float8 AS "updatedAt"
-        FROM links`
-      const size = sql.literal(String(Math.max(1, Math.floor(batchSize))))
-      const fetch = sql<LinkSnapshot>`FETCH FORWARD ${size} FROM all_links`
-      let count = 0
-      // The next batch is asked for before this one is handed to `f`: the server reads and
-      // sends it while this process decodes and applies the rows it has.
-      let next = yield* Effect.fork(fetch)
-      while (true) {
-        const rows = yield* Fiber.join(next)
-        if (rows.length === 0) break
-        count += rows.length
-        next = yield* Effect.fork(fetch)
-        yield* Effect.yieldNow()
-        // If `f` fails, the FETCH in flight ends first (not cancelled): then the transaction rolls back.
-        yield* Effect.onError(f(rows), () => Fiber.await(next))
-      }
-      yield* sql`CLOSE all_links`
-      return count
-    })
-  )
 
 const make = Effect.gen(function* () {
   const sql = yield* PgClient.PgClient

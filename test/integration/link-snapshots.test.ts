@@ -33,7 +33,7 @@ const patch = async (path: string, body: unknown, method = "PATCH") => {
   expect(r.status, r.text).toBe(200)
 }
 
-describe("the redirector's load of every link through one cursor", () => {
+describe("the redirector's load of every link through one binary COPY", () => {
   it("gives each link's redirect state exactly as the model read of the same row, in batches of the size asked", async () => {
     const plain = await create("https://example.com/plain")
     const withUtm = await create("https://example.com/p?x=1")
@@ -90,7 +90,7 @@ describe("the load when its consumer fails", () => {
     const program = Effect.gen(function* () {
       const repo = yield* LinkRepo
       const failed = yield* repo.forEachSnapshot(1, () => Effect.fail("stop" as const)).pipe(Effect.flip)
-      // The same pool again: the aborted transaction was rolled back, the cursor is gone.
+      // Again: the failed load's connection was closed (the server stopped sending), the pool is untouched.
       const count = yield* repo.forEachSnapshot(1, () => Effect.void)
       return { failed, count }
     })
