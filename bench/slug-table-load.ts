@@ -1,6 +1,6 @@
 /**
  * The slug table's load on its own: every link of the database DATABASE_URL names (or the
- * embedded PostgreSQL of DATA_DIR) through the redirector's cursor into a fresh table, then
+ * embedded PostgreSQL of DATA_DIR) through the redirector's binary COPY into a fresh table, then
  * the line the redirector logs and one JSON line. With `--cpu-prof` it shows where the load's
  * CPU goes (bench/cpu-profile-summary.ts), without the event log or the HTTP server.
  *

@@ -56,7 +56,7 @@ export const bundled = async (name, entry, { minify = false } = {}) => {
     target: "node20",
     outfile: tmp,
     metafile: true,
-    logLevel: "error",
+    logLevel: "silent",
     minify,
     external: EXTERNAL,
     // Bundled CommonJS (pg) calls require: give the ES module one.
@@ -82,5 +82,14 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.stderr.write("usage: node scripts/bundle.mjs NAME ENTRY\n")
     process.exit(2)
   }
-  process.stdout.write(`${await bundled(name, entry)}\n`)
+  try {
+    process.stdout.write(`${await bundled(name, entry)}\n`)
+  } catch (error) {
+    // One line: esbuild's first error (its own log is silent), else the error's first line.
+    const first = error?.errors?.[0]
+    const where = first?.location ? `${first.location.file}:${first.location.line}: ` : ""
+    const why = first ? `${where}${first.text}` : String(error?.message ?? error).split("\n")[0]
+    process.stderr.write(`scripts/bundle.mjs: no bundle of ${entry}: ${why}\n`)
+    process.exit(1)
+  }
 }
