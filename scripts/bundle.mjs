@@ -47,6 +47,8 @@ export const bundled = async (name, entry, { minify = false } = {}) => {
   fs.mkdirSync(path.dirname(out), { recursive: true })
   // Written beside, then renamed: a process starting at the same time never reads half a file.
   const tmp = `${out}.${randomBytes(4).toString("hex")}.mjs`
+  // Dated when the sources were read, not when it was written: a source saved during the build is newer.
+  const started = new Date()
   const result = await build({
     absWorkingDir: root,
     entryPoints: [entry],
@@ -70,6 +72,7 @@ export const bundled = async (name, entry, { minify = false } = {}) => {
   ]
   const metaTmp = `${meta}.${randomBytes(4).toString("hex")}.tmp`
   fs.writeFileSync(metaTmp, JSON.stringify(inputs))
+  fs.utimesSync(tmp, started, started)
   // The bundle first: a meta file never vouches for an older bundle.
   fs.renameSync(tmp, out)
   fs.renameSync(metaTmp, meta)

@@ -77,7 +77,7 @@ export class SnapshotReader {
       return p + 2
     }
     if (fields !== FIELDS) throw new Error(`binary COPY: a row of ${fields} fields, not ${FIELDS}`)
-    // Where each field starts (-1: NULL) and ends, checked complete before anything is read.
+    // Where each field starts and ends, checked complete before anything is read.
     let at = p + 2
     const starts = this.starts
     const ends = this.ends
@@ -96,31 +96,37 @@ export class SnapshotReader {
       ends[k] = at + length
       at += length
     }
-    const text = (k: number) => {
-      if (starts[k]! < 0) throw new Error("binary COPY: NULL in a column that has none")
-      return data.toString("utf8", starts[k], ends[k])
-    }
-    const float = (k: number) => {
-      if (starts[k]! < 0) return null
-      if (ends[k]! - starts[k]! !== 8) throw new Error("binary COPY: a float8 of another size")
-      return data.readDoubleBE(starts[k]!)
-    }
     if (starts[4]! < 0 || ends[4]! - starts[4]! !== 1) throw new Error("binary COPY: a bool of another size")
-    const updatedAt = float(7)
+    const updatedAt = this.float(data, 7)
     if (updatedAt === null) throw new Error("binary COPY: no updated_at")
     out.push({
-      id: text(0),
-      accountId: text(1),
-      slug: text(2),
-      destinationUrl: text(3),
+      id: this.text(data, 0),
+      accountId: this.text(data, 1),
+      slug: this.text(data, 2),
+      destinationUrl: this.text(data, 3),
       active: data[starts[4]!] === 1,
-      utm: starts[5]! < 0 ? null : (JSON.parse(text(5)) as Record<string, string>),
-      expiresAt: float(6),
+      utm: starts[5]! < 0 ? null : (JSON.parse(this.text(data, 5)) as Record<string, string>),
+      expiresAt: this.float(data, 6),
       updatedAt
     })
     return at
   }
 
+  /** Field `k` of the row just delimited, as text (never NULL). */
+  private text(data: Buffer, k: number): string {
+    if (this.starts[k]! < 0) throw new Error("binary COPY: NULL in a column that has none")
+    return data.toString("utf8", this.starts[k], this.ends[k])
+  }
+
+  /** Field `k` of the row just delimited, a float8 or NULL. */
+  private float(data: Buffer, k: number): number | null {
+    const from = this.starts[k]!
+    if (from < 0) return null
+    if (this.ends[k]! - from !== 8) throw new Error("binary COPY: a float8 of another size")
+    return data.readDoubleBE(from)
+  }
+
+  /** Where each field of the row being read starts (-1: NULL) and ends. */
   private readonly starts = new Int32Array(FIELDS)
   private readonly ends = new Int32Array(FIELDS)
 }
