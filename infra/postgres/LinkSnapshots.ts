@@ -31,7 +31,7 @@ export class SnapshotReader {
   private pending: Buffer | undefined = undefined
   private started = false
   /** The trailer was read: every row is in. */
-  done = false
+  private done = false
 
   /** The rows complete in `chunk` (and what came before it), appended to `out`. */
   push(chunk: Buffer, out: Array<LinkSnapshot>): void {
@@ -175,7 +175,7 @@ export const forEachLinkSnapshot = <E, R>(
       const stream = client.query(copyTo(SNAPSHOT_COPY, { highWaterMark: READ_AHEAD }))
       const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>
       const reader = new SnapshotReader()
-      let rows: Array<LinkSnapshot> = []
+      const rows: Array<LinkSnapshot> = []
       let count = 0
       for (;;) {
         const next = yield* Effect.tryPromise({
@@ -184,14 +184,11 @@ export const forEachLinkSnapshot = <E, R>(
         })
         if (next.done === true) break
         yield* Effect.try({ try: () => reader.push(next.value, rows), catch: fail("link snapshots: unreadable") })
-        if (rows.length < size) continue
-        let from = 0
-        for (; from + size <= rows.length; from += size) {
+        while (rows.length >= size) {
           count += size
           yield* Effect.yieldNow()
-          yield* f(from === 0 && rows.length === size ? rows : rows.slice(from, from + size))
+          yield* f(rows.splice(0, size))
         }
-        rows = rows.slice(from)
       }
       yield* Effect.try({ try: () => reader.finish(), catch: fail("link snapshots: cut short") })
       if (rows.length > 0) {

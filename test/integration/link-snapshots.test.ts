@@ -84,20 +84,32 @@ describe("the redirector's load of every link through one binary COPY", () => {
 })
 
 describe("the load when its consumer fails", () => {
-  it("fails with the consumer's error while the next batch is in flight, and leaves the connection usable", async () => {
+  it("fails with the consumer's error while the next batch is in flight, closes the load's connection, and loads again", async () => {
     await create("https://example.com/one")
     await create("https://example.com/two")
     const program = Effect.gen(function* () {
       const repo = yield* LinkRepo
       const failed = yield* repo.forEachSnapshot(1, () => Effect.fail("stop" as const)).pipe(Effect.flip)
-      // Again: the failed load's connection was closed (the server stopped sending), the pool is untouched.
+      // The failed load's own connection is gone from the server (its backend exits a moment later).
+      const sql = yield* PgClient.PgClient
+      const loads = sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE query LIKE 'COPY (%FROM links) TO STDOUT (FORMAT binary)' AND pid <> pg_backend_pid()`
+      const deadline = Date.now() + 30_000
+      let left = (yield* loads)[0]!.n
+      while (left > 0 && Date.now() < deadline) {
+        yield* Effect.sleep("100 millis")
+        left = (yield* loads)[0]!.n
+      }
+      // Again, from the same pool: nothing of the failed load is in the way.
       const count = yield* repo.forEachSnapshot(1, () => Effect.void)
-      return { failed, count }
+      return { failed, count, left }
     })
-    const { failed, count } = await Effect.runPromise(
-      Effect.provide(program, LinkRepoLive.pipe(Layer.provide(testDatabaseLayer(api.databaseUrl))))
+    const { failed, count, left } = await Effect.runPromise(
+      Effect.provide(program, LinkRepoLive.pipe(Layer.provideMerge(testDatabaseLayer(api.databaseUrl))))
     )
     expect(failed).toBe("stop")
+    expect(left).toBe(0)
     expect(count).toBeGreaterThanOrEqual(2)
   }, 120_000)
 })
