@@ -89,12 +89,16 @@ describe("the load when its consumer fails", () => {
     await create("https://example.com/two")
     const program = Effect.gen(function* () {
       const repo = yield* LinkRepo
-      const failed = yield* repo.forEachSnapshot(1, () => Effect.fail("stop" as const)).pipe(Effect.flip)
-      // The failed load's own connection is gone from the server (its backend exits a moment later).
       const sql = yield* PgClient.PgClient
       const loads = sql<{ n: number }>`
         SELECT count(*)::int AS n FROM pg_stat_activity
         WHERE query LIKE 'COPY (%FROM links) TO STDOUT (FORMAT binary)' AND pid <> pg_backend_pid()`
+      // The probe sees the load while it runs (so a count of 0 afterwards is not a pattern that matches nothing).
+      let during = 0
+      const failed = yield* repo
+        .forEachSnapshot(1, () => Effect.flatMap(loads, ([row]) => ((during = row!.n), Effect.fail("stop" as const))))
+        .pipe(Effect.flip)
+      // The failed load's own connection is gone from the server (its backend exits a moment later).
       const deadline = Date.now() + 30_000
       let left = (yield* loads)[0]!.n
       while (left > 0 && Date.now() < deadline) {
@@ -103,12 +107,13 @@ describe("the load when its consumer fails", () => {
       }
       // Again, from the same pool: nothing of the failed load is in the way.
       const count = yield* repo.forEachSnapshot(1, () => Effect.void)
-      return { failed, count, left }
+      return { failed, count, left, during }
     })
-    const { failed, count, left } = await Effect.runPromise(
+    const { failed, count, left, during } = await Effect.runPromise(
       Effect.provide(program, LinkRepoLive.pipe(Layer.provideMerge(testDatabaseLayer(api.databaseUrl))))
     )
     expect(failed).toBe("stop")
+    expect(during).toBeGreaterThanOrEqual(1)
     expect(left).toBe(0)
     expect(count).toBeGreaterThanOrEqual(2)
   }, 120_000)
