@@ -96,7 +96,12 @@ describe("the load when its consumer fails", () => {
       // The probe sees the load while it runs (so a count of 0 afterwards is not a pattern that matches nothing).
       let during = 0
       const failed = yield* repo
-        .forEachSnapshot(1, () => Effect.flatMap(loads, ([row]) => ((during = row!.n), Effect.fail("stop" as const))))
+        .forEachSnapshot(1, () =>
+          Effect.flatMap(loads, ([row]) => {
+            during = row!.n
+            return Effect.fail("stop" as const)
+          })
+        )
         .pipe(Effect.flip)
       // The failed load's own connection is gone from the server (its backend exits a moment later).
       const deadline = Date.now() + 30_000
