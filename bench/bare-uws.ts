@@ -44,15 +44,21 @@ const LOCATION_NAME = Buffer.from("Location")
 const CACHE_CONTROL = Buffer.from("Cache-Control")
 const NO_STORE = Buffer.from("private, no-store")
 const mode = process.env.BARE_MODE ?? ""
-if (!["", "address", "table", "table+address", "syscall"].includes(mode)) {
-  process.stderr.write(`bench/bare-uws.ts: BARE_MODE must be address, table, table+address or syscall, not ${mode}\n`)
+if (!["", "address", "table", "table+address", "syscall", "table+syscall", "table+buffer"].includes(mode)) {
+  process.stderr.write(
+    `bench/bare-uws.ts: BARE_MODE must be address, table, table+address, syscall, table+syscall or table+buffer, not ${mode}\n`
+  )
   process.exit(1)
 }
 const readAddress = mode.includes("address")
+// table+buffer: a new 4-byte ArrayBuffer per request, as the address read makes one, without its system call.
+const newBuffer = mode.includes("buffer")
 const links = mode.includes("table") ? Number(process.env.BARE_LINKS ?? 1_000_000) : 0
 const table = scaleTable(links)
 let addressBytes = 0
-const devNull = mode === "syscall" ? fs.openSync("/dev/null", "w") : -1
+/** The last request's buffer (table+buffer), so that its allocation cannot be left out. */
+let kept = new ArrayBuffer(0)
+const devNull = mode.includes("syscall") ? fs.openSync("/dev/null", "w") : -1
 const oneByte = Buffer.alloc(1)
 
 const app = uws.App().any("/*", (res, req) => {
@@ -63,6 +69,10 @@ const app = uws.App().any("/*", (res, req) => {
   }
   if (readAddress) addressBytes += res.getRemoteAddress().byteLength
   if (devNull >= 0) fs.writeSync(devNull, oneByte, 0, 1)
+  if (newBuffer) {
+    kept = new ArrayBuffer(4)
+    addressBytes += kept.byteLength
+  }
   res.writeStatus(FOUND).writeHeader(LOCATION_NAME, location).writeHeader(CACHE_CONTROL, NO_STORE).end()
 })
 

@@ -12,6 +12,10 @@
 #                   the link's record miss the caches)
 #   table+address-one  both parts, every request /s1
 #   table+address   both parts, random paths
+#   table+syscall-one, table+syscall    the table and the other system call, /s1 and random paths
+#   table+buffer-one, table+buffer      the table and a new 4-byte ArrayBuffer per request (what
+#                   the address read allocates, without its system call), /s1 and random paths:
+#                   which part of the address read makes a random path dearer
 # Every phase sends the same requests as wrk builds them (bench/redirect.lua with
 # BENCH_RANDOM), so the difference between two phases is the server's. BENCH_ROUNDS rounds
 # (default 3); within a round the phases take turns in BENCH_SLICES slices (default 5, fewer
@@ -28,7 +32,10 @@
 # (syscall minus bare),
 # "random_table_us" (table-random minus table-one), "random_with_address_us" (table+address
 # minus table+address-one), and the req/s ratios random/one without and with the address read
-# ("random_vs_one", "random_vs_one_with_address": what a redirector's scale/one could reach).
+# ("random_vs_one", "random_vs_one_with_address": what a redirector's scale/one could reach), and
+# the same with the other system call or the buffer in place of the address read
+# ("random_with_syscall_us", "random_with_buffer_us", "random_vs_one_with_syscall",
+# "random_vs_one_with_buffer").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect-costs.sh
@@ -37,7 +44,7 @@ BENCH_NAME=bench/redirect-costs.sh
 bench_start 10 3 shortlinks-bench-costs
 LINKS=${BENCH_LINKS:-1000000}
 [[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
-MODES=("" address table table+address syscall)
+MODES=("" address table table+address syscall table+syscall table+buffer)
 PIDS=()
 PORTS=()
 
@@ -47,7 +54,7 @@ cleanup() {
   stop_pid "$WRK_PID" 5
   resume_all
   for pid in "${PIDS[@]}"; do stop_pid "$pid" 10; done
-  bench_finish "$status" server-0.log server-1.log server-2.log server-3.log server-4.log
+  bench_finish "$status" server-0.log server-1.log server-2.log server-3.log server-4.log server-5.log server-6.log
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -70,9 +77,10 @@ phase() {
     -d"$3s" --latency -s bench/redirect.lua "http://127.0.0.1:${PORTS[$1]}" || die "wrk failed"
 }
 # Phases: name, server (index into MODES), paths.
-NAMES=(bare address syscall table-one table-random table+address-one table+address)
-SERVERS=(0 1 4 2 2 3 3)
-RANDOMS=("$LINKS" "$LINKS" "$LINKS" 1 "$LINKS" 1 "$LINKS")
+NAMES=(bare address syscall table-one table-random table+address-one table+address table+syscall-one table+syscall
+  table+buffer-one table+buffer)
+SERVERS=(0 1 4 2 2 3 3 5 5 6 6)
+RANDOMS=("$LINKS" "$LINKS" "$LINKS" 1 "$LINKS" 1 "$LINKS" 1 "$LINKS" 1 "$LINKS")
 
 log "bench: $ROUNDS rounds; in each, every phase in $SLICES slices of ${SLICE}s taken in turns; first warm-up ${FIRST_WARMUP}s per server"
 for i in "${!MODES[@]}"; do phase "$i" "$LINKS" "$FIRST_WARMUP" "$TMP/warm.txt"; done
@@ -112,7 +120,8 @@ node -e '
   const [hz, ...runs] = process.argv.slice(1)
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
-  const names = ["bare", "address", "syscall", "table-one", "table-random", "table+address-one", "table+address"]
+  const names = ["bare", "address", "syscall", "table-one", "table-random", "table+address-one", "table+address",
+    "table+syscall-one", "table+syscall", "table+buffer-one", "table+buffer"]
   const cpu = (n) => median(rounds.map((r) => (r[n].server_ticks / Number(hz)) * 1e6 / r[n].requests))
   const out = {}
   for (const n of names) {
@@ -122,10 +131,18 @@ node -e '
   out.address_us = Number(median(rounds.map((r) => (r.address.server_ticks / r.address.requests - r.bare.server_ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
   out.syscall_us = Number(median(rounds.map((r) => (r.syscall.server_ticks / r.syscall.requests - r.bare.server_ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
   out.random_table_us = Number(median(rounds.map((r) => (r["table-random"].server_ticks / r["table-random"].requests - r["table-one"].server_ticks / r["table-one"].requests) / Number(hz) * 1e6)).toFixed(2))
-  out.random_with_address_us = Number(median(rounds.map((r) => (r["table+address"].server_ticks / r["table+address"].requests - r["table+address-one"].server_ticks / r["table+address-one"].requests) / Number(hz) * 1e6)).toFixed(2))
-  out.random_vs_one = Number(median(rounds.map((r) => r["table-random"].rps / r["table-one"].rps)).toFixed(3))
-  out.random_vs_one_with_address = Number(median(rounds.map((r) => r["table+address"].rps / r["table+address-one"].rps)).toFixed(3))
+  // What a random path costs more than /s1 on the server with the table and one part more, and its req/s ratio.
+  const randomUs = (random, one) => Number(median(rounds.map((r) => (r[random].server_ticks / r[random].requests - r[one].server_ticks / r[one].requests) / Number(hz) * 1e6)).toFixed(2))
+  const randomRatio = (random, one) => Number(median(rounds.map((r) => r[random].rps / r[one].rps)).toFixed(3))
+  out.random_with_address_us = randomUs("table+address", "table+address-one")
+  out.random_with_syscall_us = randomUs("table+syscall", "table+syscall-one")
+  out.random_with_buffer_us = randomUs("table+buffer", "table+buffer-one")
+  out.random_vs_one = randomRatio("table-random", "table-one")
+  out.random_vs_one_with_address = randomRatio("table+address", "table+address-one")
+  out.random_vs_one_with_syscall = randomRatio("table+syscall", "table+syscall-one")
+  out.random_vs_one_with_buffer = randomRatio("table+buffer", "table+buffer-one")
   console.log(`with the address read too: random paths cost ${out.random_with_address_us} us a request more than /s1; req/s random/one ${out.random_vs_one_with_address} (without the address read ${out.random_vs_one})`)
+  console.log(`with the other system call instead: ${out.random_with_syscall_us} us more, req/s random/one ${out.random_vs_one_with_syscall}; with a new ArrayBuffer instead: ${out.random_with_buffer_us} us more, req/s random/one ${out.random_vs_one_with_buffer}`)
   console.log(`the address read: ${out.address_us} us a request; one other system call: ${out.syscall_us} us a request; a random path over the table instead of one: ${out.random_table_us} us a request (table-random/table-one req/s ${(out["table-random_rps"] / out["table-one_rps"]).toFixed(3)})`)
   console.log(JSON.stringify(out))
 ' "$HZ" "${RUNS[@]}"
