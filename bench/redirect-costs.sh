@@ -128,15 +128,15 @@ node -e '
     out[`${n}_rps`] = Number(median(rounds.map((r) => r[n].rps)).toFixed(1))
     out[`${n}_cpu_us`] = Number(cpu(n).toFixed(2))
   }
-  out.address_us = Number(median(rounds.map((r) => (r.address.server_ticks / r.address.requests - r.bare.server_ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
-  out.syscall_us = Number(median(rounds.map((r) => (r.syscall.server_ticks / r.syscall.requests - r.bare.server_ticks / r.bare.requests) / Number(hz) * 1e6)).toFixed(2))
-  out.random_table_us = Number(median(rounds.map((r) => (r["table-random"].server_ticks / r["table-random"].requests - r["table-one"].server_ticks / r["table-one"].requests) / Number(hz) * 1e6)).toFixed(2))
-  // What a random path costs more than /s1 on the server with the table and one part more, and its req/s ratio.
-  const randomUs = (random, one) => Number(median(rounds.map((r) => (r[random].server_ticks / r[random].requests - r[one].server_ticks / r[one].requests) / Number(hz) * 1e6)).toFixed(2))
+  // What phase `a` costs the server more a request than phase `b` (µs), and the req/s ratio of the two.
+  const extraUs = (a, b) => Number(median(rounds.map((r) => (r[a].server_ticks / r[a].requests - r[b].server_ticks / r[b].requests) / Number(hz) * 1e6)).toFixed(2))
   const randomRatio = (random, one) => Number(median(rounds.map((r) => r[random].rps / r[one].rps)).toFixed(3))
-  out.random_with_address_us = randomUs("table+address", "table+address-one")
-  out.random_with_syscall_us = randomUs("table+syscall", "table+syscall-one")
-  out.random_with_buffer_us = randomUs("table+buffer", "table+buffer-one")
+  out.address_us = extraUs("address", "bare")
+  out.syscall_us = extraUs("syscall", "bare")
+  out.random_table_us = extraUs("table-random", "table-one")
+  out.random_with_address_us = extraUs("table+address", "table+address-one")
+  out.random_with_syscall_us = extraUs("table+syscall", "table+syscall-one")
+  out.random_with_buffer_us = extraUs("table+buffer", "table+buffer-one")
   out.random_vs_one = randomRatio("table-random", "table-one")
   out.random_vs_one_with_address = randomRatio("table+address", "table+address-one")
   out.random_vs_one_with_syscall = randomRatio("table+syscall", "table+syscall-one")
