@@ -17,7 +17,28 @@
 #   rebuilt when a source changed), not the TypeScript through tsx: ready 3 s sooner with a
 #   million links on a 2-core VM, 60 MB less RSS. Where .build/ cannot be written and holds no
 #   fresh bundle, it says so and runs the sources through tsx.
+# - REDIRECTOR_PEER_CACHE=on (the default; `off` to go without): LD_PRELOAD of
+#   .build/peer-address.so, built from infra/http/peer-address.c by scripts/peer-address.sh
+#   with the machine's C compiler when missing or older than its source. uWebSockets.js asks the kernel for the
+#   peer's address (getpeername) on every click; the library answers from the address accept
+#   returned, kept per socket until it is closed: 3.5 us less of CPU a click where system calls
+#   are dear (docs/redirect-tier.md). Without a C compiler it says so and starts without it.
 cd "$(dirname "$0")/.." || exit 1
+case "${REDIRECTOR_PEER_CACHE:-on}" in
+  on | 1 | true)
+    if PEER_SO=$(sh scripts/peer-address.sh); then
+      LD_PRELOAD="$PEER_SO${LD_PRELOAD:+:$LD_PRELOAD}"
+      export LD_PRELOAD
+    else
+      echo "scripts/redirector.sh: starting without the peer-address cache" >&2
+    fi
+    ;;
+  off | 0 | false) ;;
+  *)
+    echo "start-up failed: REDIRECTOR_PEER_CACHE must be on or off (got ${REDIRECTOR_PEER_CACHE})" >&2
+    exit 1
+    ;;
+esac
 case ":${GLIBC_TUNABLES:-}" in
   *:glibc.malloc.hugetlb=*) ;;
   *) GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1" ;;

@@ -8,6 +8,7 @@ import {
   serveHttp
 } from "../../infra/http/HttpServer.js"
 import { METRICS_PATH, makeMetricsAnswer } from "../../infra/http/MetricsAnswer.js"
+import { peerAddressCacheLoaded } from "../../infra/http/PeerAddress.js"
 import { NO_TRUSTED_PROXIES, visitorAddressOf } from "../../infra/http/TrustedProxies.js"
 import {
   clicksCaptured,
@@ -210,7 +211,10 @@ const make = Effect.gen(function* () {
   }
   yield* Effect.logInfo(
     `redirector listening on 0.0.0.0:${server.port} (${server.engine}${reusePort ? ", port shared" : ""}), ` +
-      `click capture ${capture ? "on" : "off"}`
+      `click capture ${capture ? "on" : "off"}` +
+      (capture && server.engine === "uWebSockets.js"
+        ? `, peer addresses ${peerAddressCacheLoaded() ? "kept per connection (peer-address.so)" : "read per click"}`
+        : "")
   )
   yield* Effect.addFinalizer(() => Effect.logInfo("redirector stopping: closing the listener, then flushing clicks"))
   yield* startSlugTable(table)

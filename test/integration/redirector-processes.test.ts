@@ -3,7 +3,15 @@ import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { call } from "../support/api.js"
 import { clicksInLog } from "../support/clicks.js"
-import { burst, freePort, request, spawnRedirector, stop, waitReady } from "../support/redirectorProcess.js"
+import {
+  burst,
+  freePort,
+  peerAddressLibrary,
+  request,
+  spawnRedirector,
+  stop,
+  waitReady
+} from "../support/redirectorProcess.js"
 import { redirectorSuite } from "../support/redirectorSuite.js"
 import type { Envelope, Link } from "../support/resources.js"
 import { waitFor } from "../support/waitFor.js"
@@ -124,15 +132,27 @@ describe("the click spool, with the redirector as its own process", () => {
 })
 
 describe("several redirector processes on one port", () => {
-  it("with REDIRECTOR_REUSE_PORT=1 two processes share the port: exact click counts, and a change reaches both; each started with glibc's huge pages unless its GLIBC_TUNABLES says otherwise", async () => {
+  it("with REDIRECTOR_REUSE_PORT=1 two processes share the port: exact click counts, and a change reaches both; each started with glibc's huge pages unless its GLIBC_TUNABLES says otherwise, and with the peer-address cache unless REDIRECTOR_PEER_CACHE=off", async () => {
     const link = await createLink("https://example.com/shared-before")
     const port = await freePort()
-    // `b` turns the launcher's huge pages off (scripts/redirector.sh keeps a caller's choice).
+    // `b` turns the launcher's huge pages and peer-address cache off (scripts/redirector.sh
+    // keeps a caller's choice).
     const [a, b] = [
       start(port, { REDIRECTOR_REUSE_PORT: "1" }),
-      start(port, { REDIRECTOR_REUSE_PORT: "1", GLIBC_TUNABLES: "glibc.malloc.hugetlb=0" })
+      start(port, {
+        REDIRECTOR_REUSE_PORT: "1",
+        GLIBC_TUNABLES: "glibc.malloc.hugetlb=0",
+        REDIRECTOR_PEER_CACHE: "off"
+      })
     ]
     await Promise.all([waitReady(a), waitReady(b)])
+    // Without a C compiler the launcher starts without the cache, and says so.
+    expect(a.output()).toContain(
+      peerAddressLibrary === undefined
+        ? "peer addresses read per click"
+        : "peer addresses kept per connection (peer-address.so)"
+    )
+    expect(b.output()).toContain("peer addresses read per click")
     const tunables = (pid: number | undefined) =>
       /(?:^|\0)GLIBC_TUNABLES=([^\0]*)/.exec(fs.readFileSync(`/proc/${pid}/environ`, "latin1"))?.[1]
     expect([tunables(a.child.pid), tunables(b.child.pid)]).toEqual(["glibc.malloc.hugetlb=1", "glibc.malloc.hugetlb=0"])
@@ -200,7 +220,7 @@ describe("one redirector process with REDIRECTOR_THREADS=2", () => {
     expect(await countedClicks(link.id)).toBe(expected)
   }, 300_000)
 
-  it("a used port fails the start with one line naming SHORT_PORT, and a bad REDIRECTOR_THREADS names the variable", async () => {
+  it("a used port fails the start with one line naming SHORT_PORT, and a bad REDIRECTOR_THREADS or REDIRECTOR_PEER_CACHE names the variable", async () => {
     const port = await freePort()
     const first = start(port)
     await waitReady(first)
@@ -213,6 +233,9 @@ describe("one redirector process with REDIRECTOR_THREADS=2", () => {
     expect(await bad.exited).toBe(1)
     expect(bad.output().trim().split("\n")).toHaveLength(1)
     expect(bad.output()).toContain("REDIRECTOR_THREADS")
+    const badCache = start(port, { REDIRECTOR_PEER_CACHE: "maybe" })
+    expect(await badCache.exited).toBe(1)
+    expect(badCache.output().trim()).toBe("start-up failed: REDIRECTOR_PEER_CACHE must be on or off (got maybe)")
     expect(await stop(first)).toBe(0)
   }, 300_000)
 })

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as http from "node:http"
 import * as net from "node:net"
 import * as path from "node:path"
@@ -6,6 +6,19 @@ import { fileURLToPath } from "node:url"
 import { waitFor } from "./waitFor.js"
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
+
+/**
+ * The redirector's peer-address cache (infra/http/peer-address.c), built as scripts/redirector.sh
+ * builds it: its path, or undefined where there is no C compiler (the launcher then starts
+ * without it, and the suites that check it are skipped by name).
+ */
+export const peerAddressLibrary: string | undefined = (() => {
+  try {
+    return execFileSync("sh", ["scripts/peer-address.sh"], { cwd: ROOT, encoding: "utf8", stdio: "pipe" }).trim()
+  } catch {
+    return undefined
+  }
+})()
 
 /** A redirector started as `npm run start:redirector` starts it: its own process. */
 export interface RedirectorProcess {

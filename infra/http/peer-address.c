@@ -1,0 +1,142 @@
+/*
+ * The peer address a socket was accepted with, kept per file descriptor, so that asking for
+ * it again costs no system call: a preload library for the redirector (scripts/redirector.sh
+ * builds it into .build/peer-address.so and starts node with it in LD_PRELOAD).
+ *
+ * Why: this build of uWebSockets.js asks the kernel for the peer's address on every request
+ * that reads it (`getpeername(2)` in `us_socket_remote_address`), and click capture reads it on
+ * every click. Where the kernel isolates its page tables (Meltdown's mitigation) without PCID,
+ * each system call also empties the TLB: 3.5 us of the capture redirector's ~24 us a request
+ * on such a VM (docs/redirect-tier.md). A TCP connection's peer never changes, and accept(2)
+ * already handed it over.
+ *
+ * The rule: `getpeername(fd)` answers from the table only for a descriptor that `accept` or
+ * `accept4` returned with an address (uSockets passes one) and that has not been closed
+ * since. Every call here that ends a descriptor or can hand its number out again for another
+ * socket clears its entry first: close, close through syscall(SYS_close) (libuv's way),
+ * dup2, dup3, socket, socketpair, and accept/accept4 without an address (libuv's way). Any
+ * other descriptor, or one beyond the table, goes to the kernel as before.
+ *
+ * Thread-safe: a descriptor's entry is written by the thread that accepted it, before its
+ * number is known to anyone else, and cleared before the kernel can give the number out again.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Descriptors below this are kept (2 MB of address space; only the pages used are touched). */
+#define TABLE_SIZE 65536
+
+struct entry {
+  /* 0: not kept; otherwise the address's length. */
+  _Atomic socklen_t length;
+  struct sockaddr_in6 address; /* large enough for IPv4 and IPv6 */
+};
+
+static struct entry table[TABLE_SIZE];
+
+static int (*real_accept)(int, struct sockaddr *, socklen_t *);
+static int (*real_accept4)(int, struct sockaddr *, socklen_t *, int);
+static int (*real_getpeername)(int, struct sockaddr *, socklen_t *);
+static int (*real_close)(int);
+static int (*real_dup2)(int, int);
+static int (*real_dup3)(int, int, int);
+static int (*real_socket)(int, int, int);
+static int (*real_socketpair)(int, int, int, int[2]);
+static long (*real_syscall)(long, ...);
+
+__attribute__((constructor)) static void peer_address_init(void) {
+  real_accept = dlsym(RTLD_NEXT, "accept");
+  real_accept4 = dlsym(RTLD_NEXT, "accept4");
+  real_getpeername = dlsym(RTLD_NEXT, "getpeername");
+  real_close = dlsym(RTLD_NEXT, "close");
+  real_dup2 = dlsym(RTLD_NEXT, "dup2");
+  real_dup3 = dlsym(RTLD_NEXT, "dup3");
+  real_socket = dlsym(RTLD_NEXT, "socket");
+  real_socketpair = dlsym(RTLD_NEXT, "socketpair");
+  real_syscall = dlsym(RTLD_NEXT, "syscall");
+}
+
+static void forget(long fd) {
+  if (fd >= 0 && fd < TABLE_SIZE) atomic_store_explicit(&table[fd].length, 0, memory_order_release);
+}
+
+/* After an accept: keeps the address it returned, or forgets the number's old one. */
+static int accepted(int fd, const struct sockaddr *address, const socklen_t *length) {
+  if (fd < 0 || fd >= TABLE_SIZE) return fd;
+  if (address != NULL && length != NULL && *length > 0 && *length <= sizeof(struct sockaddr_in6)) {
+    memcpy(&table[fd].address, address, *length);
+    atomic_store_explicit(&table[fd].length, *length, memory_order_release);
+  } else {
+    forget(fd);
+  }
+  return fd;
+}
+
+int accept(int fd, struct sockaddr *address, socklen_t *length) {
+  return accepted(real_accept(fd, address, length), address, length);
+}
+
+int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
+  return accepted(real_accept4(fd, address, length, flags), address, length);
+}
+
+int getpeername(int fd, struct sockaddr *address, socklen_t *length) {
+  if (fd >= 0 && fd < TABLE_SIZE && address != NULL && length != NULL) {
+    socklen_t kept = atomic_load_explicit(&table[fd].length, memory_order_acquire);
+    if (kept > 0) {
+      /* As the kernel does: at most *length bytes copied, the full length reported. */
+      memcpy(address, &table[fd].address, kept < *length ? kept : *length);
+      *length = kept;
+      return 0;
+    }
+  }
+  return real_getpeername(fd, address, length);
+}
+
+int close(int fd) {
+  forget(fd);
+  return real_close(fd);
+}
+
+int dup2(int old_fd, int new_fd) {
+  if (old_fd != new_fd) forget(new_fd);
+  return real_dup2(old_fd, new_fd);
+}
+
+int dup3(int old_fd, int new_fd, int flags) {
+  forget(new_fd);
+  return real_dup3(old_fd, new_fd, flags);
+}
+
+int socket(int domain, int type, int protocol) {
+  int fd = real_socket(domain, type, protocol);
+  forget(fd);
+  return fd;
+}
+
+int socketpair(int domain, int type, int protocol, int fds[2]) {
+  int result = real_socketpair(domain, type, protocol, fds);
+  if (result == 0) {
+    forget(fds[0]);
+    forget(fds[1]);
+  }
+  return result;
+}
+
+/* syscall(2) takes at most six arguments after the number; passing six is always safe. */
+long syscall(long number, ...) {
+  va_list ap;
+  va_start(ap, number);
+  long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+  long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+  va_end(ap);
+  if (number == SYS_close) forget(a);
+  return real_syscall(number, a, b, c, d, e, f);
+}

@@ -1,0 +1,98 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import * as http from "node:http"
+import * as net from "node:net"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { peerAddressLibrary } from "../support/redirectorProcess.js"
+import { waitFor } from "../support/waitFor.js"
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
+
+/** The five loopback addresses the clients connect from (Linux routes all of 127/8 to lo). */
+const SOURCES = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]
+const rawHex = (ipv4: string) => Buffer.from(ipv4.split(".").map(Number)).toString("hex")
+
+/** One GET on a connection of its own from `localAddress`: the body. */
+const get = (port: number, localAddress: string, agent: http.Agent | false = false) =>
+  new Promise<string>((resolve, reject) => {
+    const req = http.get({ host: "127.0.0.1", port, path: "/", localAddress, agent }, (res) => {
+      let body = ""
+      res.on("data", (c) => (body += c))
+      res.on("end", () => resolve(body))
+    })
+    req.on("error", reject)
+  })
+
+/** One node:net connection from `localAddress`: what the server saw as its peer. */
+const netPeer = (port: number, localAddress: string) =>
+  new Promise<string>((resolve, reject) => {
+    let body = ""
+    const s = net.connect({ host: "127.0.0.1", port, localAddress })
+    s.on("data", (c) => (body += c))
+    s.on("end", () => resolve(body.trim()))
+    s.on("error", reject)
+  })
+
+// The preload library of scripts/redirector.sh (REDIRECTOR_PEER_CACHE): getpeername answered
+// from the address accept returned. Run in a process of its own with the library preloaded.
+describe.skipIf(peerAddressLibrary === undefined)(
+  "peer-address.so: the address a socket was accepted with, kept per descriptor (needs a C compiler)",
+  () => {
+    let child: ChildProcess
+    let ports: { loaded: boolean; uwsPort: number; netPort: number }
+
+    beforeAll(async () => {
+      child = spawn(process.execPath, ["test/fixtures/peer-address/server.mjs"], {
+        cwd: ROOT,
+        env: { ...process.env, LD_PRELOAD: peerAddressLibrary },
+        stdio: ["ignore", "pipe", "inherit"]
+      })
+      let out = ""
+      child.stdout!.on("data", (c) => (out += c))
+      ports = await waitFor(() => (out.includes("\n") ? JSON.parse(out.split("\n")[0]!) : undefined), {
+        timeoutMs: 60_000,
+        message: "the fixture server to listen"
+      })
+    })
+
+    afterAll(() => {
+      child?.kill()
+    })
+
+    it("is loaded into the process", () => {
+      expect(ports.loaded).toBe(true)
+    })
+
+    it("gives each connection its own peer while descriptor numbers are reused, on both servers", async () => {
+      const seen: Array<[string, string]> = []
+      const netSeen: Array<[string, string]> = []
+      // Connections one after another: each closed before the next, so descriptor numbers come
+      // back, alternating between uSockets (accept4 with an address, close) and libuv
+      // (accept4 without one, syscall(SYS_close)).
+      for (let i = 0; i < 200; i++) {
+        const from = SOURCES[i % SOURCES.length]!
+        seen.push([rawHex(from), await get(ports.uwsPort, from)])
+        const other = SOURCES[(i * 3 + 1) % SOURCES.length]!
+        netSeen.push([other, await netPeer(ports.netPort, other)])
+      }
+      for (const [want, got] of seen) expect(got).toBe(want)
+      for (const [want, got] of netSeen) expect(got).toBe(want)
+    })
+
+    it("keeps the right peer for many concurrent and kept-alive connections", async () => {
+      const agents = SOURCES.map(() => new http.Agent({ keepAlive: true, maxSockets: 8 }))
+      try {
+        const answers = await Promise.all(
+          Array.from({ length: 400 }, (_, i) => {
+            const k = i % SOURCES.length
+            return get(ports.uwsPort, SOURCES[k]!, agents[k]).then((got) => [rawHex(SOURCES[k]!), got])
+          })
+        )
+        for (const [want, got] of answers) expect(got).toBe(want)
+      } finally {
+        for (const a of agents) a.destroy()
+      }
+    })
+  }
+)
