@@ -16,6 +16,10 @@
 #   table+buffer-one, table+buffer      the table and a new 4-byte ArrayBuffer per request (what
 #                   the address read allocates, without its system call), /s1 and random paths:
 #                   which part of the address read makes a random path dearer
+#   address+cache   the address read with the redirector's peer-address cache preloaded
+#                   (infra/http/peer-address.c, as scripts/redirector.sh starts it): no system call
+#   table+address+cache-one, table+address+cache    the table and the cached address read, /s1
+#                   and random paths (skipped, with the address+cache phase, without a C compiler)
 # Every phase sends the same requests as wrk builds them (bench/redirect.lua with
 # BENCH_RANDOM), so the difference between two phases is the server's. BENCH_ROUNDS rounds
 # (default 3); within a round the phases take turns in BENCH_SLICES slices (default 5, fewer
@@ -35,7 +39,8 @@
 # ("random_vs_one", "random_vs_one_with_address": what a redirector's scale/one could reach), and
 # the same with the other system call or the buffer in place of the address read
 # ("random_with_syscall_us", "random_with_buffer_us", "random_vs_one_with_syscall",
-# "random_vs_one_with_buffer").
+# "random_vs_one_with_buffer"); with the cache: "address_cached_us" (address+cache minus bare),
+# "random_with_cached_address_us" and "random_vs_one_with_cached_address" (null without it).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect-costs.sh
@@ -45,6 +50,14 @@ bench_start 10 3 shortlinks-bench-costs
 LINKS=${BENCH_LINKS:-1000000}
 [[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
 MODES=("" address table table+address syscall table+syscall table+buffer)
+# The last two servers again with the peer-address cache preloaded, where it can be built.
+PRELOADS=("" "" "" "" "" "" "")
+if PEER_SO=$(sh scripts/peer-address.sh); then
+  MODES+=(address table+address)
+  PRELOADS+=("$PEER_SO" "$PEER_SO")
+else
+  log "bench: no peer-address cache (see above): its phases are skipped"
+fi
 PIDS=()
 PORTS=()
 
@@ -54,7 +67,8 @@ cleanup() {
   stop_pid "$WRK_PID" 5
   resume_all
   for pid in "${PIDS[@]}"; do stop_pid "$pid" 10; done
-  bench_finish "$status" server-0.log server-1.log server-2.log server-3.log server-4.log server-5.log server-6.log
+  bench_finish "$status" server-0.log server-1.log server-2.log server-3.log server-4.log server-5.log server-6.log \
+    server-7.log server-8.log
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -63,7 +77,8 @@ trap 'exit 143' TERM
 log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, $LINKS links, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase"
 for i in "${!MODES[@]}"; do
   free_port port $((18790 + i))
-  BARE_MODE=${MODES[$i]} BARE_LINKS=$LINKS BARE_PORT=$port node --import tsx bench/bare-uws.ts >"$TMP/server-$i.log" 2>&1 &
+  LD_PRELOAD=${PRELOADS[$i]} BARE_MODE=${MODES[$i]} BARE_LINKS=$LINKS BARE_PORT=$port \
+    node --import tsx bench/bare-uws.ts >"$TMP/server-$i.log" 2>&1 &
   PIDS+=($!)
   PORTS+=("$port")
 done
@@ -81,6 +96,11 @@ NAMES=(bare address syscall table-one table-random table+address-one table+addre
   table+buffer-one table+buffer)
 SERVERS=(0 1 4 2 2 3 3 5 5 6 6)
 RANDOMS=("$LINKS" "$LINKS" "$LINKS" 1 "$LINKS" 1 "$LINKS" 1 "$LINKS" 1 "$LINKS")
+if [ "${#MODES[@]}" -gt 7 ]; then
+  NAMES+=(address+cache table+address+cache-one table+address+cache)
+  SERVERS+=(7 8 8)
+  RANDOMS+=("$LINKS" 1 "$LINKS")
+fi
 
 log "bench: $ROUNDS rounds; in each, every phase in $SLICES slices of ${SLICE}s taken in turns; first warm-up ${FIRST_WARMUP}s per server"
 for i in "${!MODES[@]}"; do phase "$i" "$LINKS" "$FIRST_WARMUP" "$TMP/warm.txt"; done
@@ -120,8 +140,10 @@ node -e '
   const [hz, ...runs] = process.argv.slice(1)
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
+  const cached = "address+cache" in rounds[0]
   const names = ["bare", "address", "syscall", "table-one", "table-random", "table+address-one", "table+address",
-    "table+syscall-one", "table+syscall", "table+buffer-one", "table+buffer"]
+    "table+syscall-one", "table+syscall", "table+buffer-one", "table+buffer",
+    ...(cached ? ["address+cache", "table+address+cache-one", "table+address+cache"] : [])]
   const cpu = (n) => median(rounds.map((r) => (r[n].server_ticks / Number(hz)) * 1e6 / r[n].requests))
   const out = {}
   for (const n of names) {
@@ -141,8 +163,12 @@ node -e '
   out.random_vs_one_with_address = randomRatio("table+address", "table+address-one")
   out.random_vs_one_with_syscall = randomRatio("table+syscall", "table+syscall-one")
   out.random_vs_one_with_buffer = randomRatio("table+buffer", "table+buffer-one")
+  out.address_cached_us = cached ? extraUs("address+cache", "bare") : null
+  out.random_with_cached_address_us = cached ? extraUs("table+address+cache", "table+address+cache-one") : null
+  out.random_vs_one_with_cached_address = cached ? randomRatio("table+address+cache", "table+address+cache-one") : null
   console.log(`with the address read too: random paths cost ${out.random_with_address_us} us a request more than /s1; req/s random/one ${out.random_vs_one_with_address} (without the address read ${out.random_vs_one})`)
   console.log(`with the other system call instead: ${out.random_with_syscall_us} us more, req/s random/one ${out.random_vs_one_with_syscall}; with a new ArrayBuffer instead: ${out.random_with_buffer_us} us more, req/s random/one ${out.random_vs_one_with_buffer}`)
   console.log(`the address read: ${out.address_us} us a request; one other system call: ${out.syscall_us} us a request; a random path over the table instead of one: ${out.random_table_us} us a request (table-random/table-one req/s ${(out["table-random_rps"] / out["table-one_rps"]).toFixed(3)})`)
+  if (cached) console.log(`with the peer-address cache: the address read ${out.address_cached_us} us a request; random paths ${out.random_with_cached_address_us} us more than /s1, req/s random/one ${out.random_vs_one_with_cached_address}`)
   console.log(JSON.stringify(out))
 ' "$HZ" "${RUNS[@]}"

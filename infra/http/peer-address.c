@@ -67,10 +67,14 @@ static void forget(long fd) {
   if (fd >= 0 && fd < TABLE_SIZE) atomic_store_explicit(&table[fd].length, 0, memory_order_release);
 }
 
-/* After an accept: keeps the address it returned, or forgets the number's old one. */
-static int accepted(int fd, const struct sockaddr *address, const socklen_t *length) {
+/*
+ * After an accept: keeps the address it returned, or forgets the number's old one. `room` is
+ * the caller's buffer size: an address longer than that came back cut short, and is not kept.
+ */
+static int accepted(int fd, const struct sockaddr *address, const socklen_t *length, socklen_t room) {
   if (fd < 0 || fd >= TABLE_SIZE) return fd;
-  if (address != NULL && length != NULL && *length > 0 && *length <= sizeof(struct sockaddr_in6)) {
+  if (address != NULL && length != NULL && *length > 0 && *length <= room &&
+      *length <= sizeof(struct sockaddr_in6)) {
     memcpy(&table[fd].address, address, *length);
     atomic_store_explicit(&table[fd].length, *length, memory_order_release);
   } else {
@@ -80,11 +84,13 @@ static int accepted(int fd, const struct sockaddr *address, const socklen_t *len
 }
 
 int accept(int fd, struct sockaddr *address, socklen_t *length) {
-  return accepted(real_accept(fd, address, length), address, length);
+  socklen_t room = length != NULL ? *length : 0;
+  return accepted(real_accept(fd, address, length), address, length, room);
 }
 
 int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
-  return accepted(real_accept4(fd, address, length, flags), address, length);
+  socklen_t room = length != NULL ? *length : 0;
+  return accepted(real_accept4(fd, address, length, flags), address, length, room);
 }
 
 int getpeername(int fd, struct sockaddr *address, socklen_t *length) {
