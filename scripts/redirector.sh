@@ -19,10 +19,11 @@
 #   fresh bundle, it says so and runs the sources through tsx.
 # - REDIRECTOR_PEER_CACHE=on (the default; `off` to go without): LD_PRELOAD of
 #   .build/peer-address.so, built from infra/http/peer-address.c by scripts/peer-address.sh
-#   with the machine's C compiler when missing or older than its source. uWebSockets.js asks the kernel for the
-#   peer's address (getpeername) on every click; the library answers from the address accept
-#   returned, kept per socket until it is closed: 3.5 us less of CPU a click where system calls
-#   are dear (docs/redirect-tier.md). Without a C compiler it says so and starts without it.
+#   with the machine's C compiler when missing or older than its source. uWebSockets.js asks
+#   the kernel for the peer's address (getpeername) on every click; the library answers from
+#   the address accept returned, kept per socket until it is closed: 3.4 us of CPU less a
+#   click on a VM whose kernel isolates its page tables (docs/redirect-tier.md). Without a C
+#   compiler it says so and starts without it.
 cd "$(dirname "$0")/.." || exit 1
 case "${REDIRECTOR_PEER_CACHE:-on}" in
   on | 1 | true)
