@@ -15,7 +15,10 @@
  * since. Every call here that ends a descriptor or can hand its number out again for another
  * socket clears its entry first: close, close through syscall(SYS_close) (libuv's way),
  * dup2, dup3, socket, socketpair, and accept/accept4 without an address (libuv's way). Any
- * other descriptor, or one beyond the table, goes to the kernel as before.
+ * other descriptor, or one beyond the table, goes to the kernel as before. Not wrapped, so a
+ * socket made by them could meet a closed socket's entry under its number: fcntl(F_DUPFD), a
+ * descriptor received over a Unix socket, an accept through io_uring. Nothing in the
+ * redirector makes sockets those ways.
  *
  * Thread-safe: a descriptor's entry is written by the thread that accepted it, before its
  * number is known to anyone else, and cleared before the kernel can give the number out again.
