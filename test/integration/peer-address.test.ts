@@ -1,6 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import * as fs from "node:fs"
 import * as http from "node:http"
 import * as net from "node:net"
+import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -62,6 +64,24 @@ describe.skipIf(peerAddressLibrary === undefined)(
 
     it("is loaded into the process", () => {
       expect(ports.loaded).toBe(true)
+    })
+
+    it("answers from its table, not the kernel: a reset connection keeps the address it was accepted with; a new socket under the number has none", () => {
+      // A C probe (test/fixtures/peer-address/probe.c) asks once without the library, once with it.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "peer-address-"))
+      try {
+        const probe = path.join(dir, "probe")
+        execFileSync(process.env.CC ?? "cc", ["-O2", "-o", probe, "test/fixtures/peer-address/probe.c"], { cwd: ROOT })
+        const run = (env: NodeJS.ProcessEnv) => execFileSync(probe, { env, encoding: "utf8" }).trim().split("\n")
+        const { LD_PRELOAD: _, ...without } = process.env
+        expect(run(without)).toEqual(["after reset: ENOTCONN", "number reused: ENOTCONN"])
+        expect(run({ ...without, LD_PRELOAD: peerAddressLibrary })).toEqual([
+          "after reset: 127.0.0.1",
+          "number reused: ENOTCONN"
+        ])
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true })
+      }
     })
 
     it("gives each connection its own peer while descriptor numbers are reused, on both servers", async () => {
