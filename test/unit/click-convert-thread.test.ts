@@ -19,14 +19,7 @@ const roundOf = (n: number) => {
     { linkId: "link_c", accountId: "acc_2" }
   ]
   for (let i = 0; i < n; i++) {
-    round.push(
-      ...clickOn(links[(i * 7) % 3]!),
-      t0 + i,
-      `192.0.2.${i % 5}`,
-      CHROME,
-      i % 2 ? "https://r.example/p" : "",
-      ""
-    )
+    round.push(...clickOn(links[(i * 7) % 3]!), t0 + i, `192.0.2.${i % 5}`, CHROME, i % 2 ? "https://r.example/p" : "", "")
   }
   return round
 }
