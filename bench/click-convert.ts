@@ -1,8 +1,7 @@
 /**
  * A micro-benchmark of the flusher's share of click capture, per click: a round's raw clicks
- * to clicks.recorded events (apps/redirector/ClickConvert.ts, in the conversion thread of
- * ClickConvertThread.ts: the process's CPU, both threads) and the publish call (to an event
- * log that only counts), for BENCH_CLICKS clicks (default 400000)
+ * to clicks.recorded events (apps/redirector/Clicks.ts, convertFirstRound and emit) and the
+ * publish call (to an event log that only counts), for BENCH_CLICKS clicks (default 400000)
  * of one account on one link, then on a random link of a million. Prints the CPU per click,
  * the events made and their size.
  *

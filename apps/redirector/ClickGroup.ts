@@ -1,3 +1,5 @@
+import type { ClickRound } from "./ClickRound.js"
+
 /**
  * JSON characters of an event's lists (its distinct links, countries, referrers and visitors)
  * at most: a visitor's entry is ~75 characters, a link's ~30, and each click adds at most ~25
@@ -43,17 +45,14 @@ export class ClickGroup {
     }
     return i
   }
-  /**
-   * The index in the event of the link numbered `link`, whose run entry (ClickRound.runBytes:
-   * the u32 length and bytes of its id first) starts at `at` in `runBytes`.
-   */
-  linkIndex(link: number, runBytes: Buffer, at: number) {
+  /** The index in the event of the link of `round`'s run `r`, whose number is `link`. */
+  linkIndex(link: number, round: ClickRound, r: number) {
     let i = this.links.get(link)
     if (i === undefined) {
       i = this.links.size
       this.links.set(link, i)
-      const from = at + 4
-      const n = runBytes.readUInt32LE(at)
+      const from = round.linkIdAt(r)
+      const n = round.linkIdLength(r)
       // `,"id"`: the id's bytes (ids are visible ASCII: `storableId`) take at most 2 characters each.
       const room = this.linkJsonEnd + 3 + 2 * n
       if (room > this.linkJson.length) {
@@ -62,9 +61,9 @@ export class ClickGroup {
         this.linkJson = wider
       }
       const start = this.linkJsonEnd
-      let to = start
-      if (i > 0) this.linkJson[to++] = 0x2c
-      this.linkJsonEnd = this.appendLinkId(to, runBytes, from, n)
+      let at = start
+      if (i > 0) this.linkJson[at++] = 0x2c
+      this.linkJsonEnd = this.appendLinkId(at, round.runBytes, from, n)
       this.listChars += this.linkJsonEnd - start + 1
     }
     return i

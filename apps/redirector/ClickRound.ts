@@ -27,38 +27,6 @@ export interface RoundSpool {
   remove(segment: unknown): void
 }
 
-/**
- * A round as its conversion reads it (ClickConvert.ts): per click the index of its run, its
- * time and the indexes of its values; per run its link's number, its account's index and
- * where its entry starts in `runBytes`; the distinct values. Plain data: it crosses to the
- * conversion thread.
- */
-export interface RoundData {
-  readonly id: string
-  readonly count: number
-  readonly times: Float64Array
-  readonly run: Int32Array
-  readonly runLink: Int32Array
-  readonly runAccount: Int32Array
-  readonly runAt: Int32Array
-  readonly runBytes: Uint8Array
-  readonly peers: Int32Array
-  readonly agents: Int32Array
-  readonly referers: Int32Array
-  readonly countries: Int32Array
-  readonly accountValues: ReadonlyArray<string>
-  readonly peerValues: ReadonlyArray<string>
-  readonly agentValues: ReadonlyArray<string>
-  readonly refererValues: ReadonlyArray<string>
-  readonly countryValues: ReadonlyArray<string>
-}
-
-/** The buffers of a round's data, to transfer rather than copy. */
-export const transferables = (d: RoundData): Array<ArrayBuffer> =>
-  [d.times, d.run, d.runLink, d.runAccount, d.runAt, d.runBytes, d.peers, d.agents, d.referers, d.countries].map(
-    (a) => a.buffer as ArrayBuffer
-  )
-
 /** Distinct strings of one generation, each once, by index. */
 export class Interned {
   readonly values: Array<string> = []
@@ -161,10 +129,20 @@ export class ClickRound {
     this.countries = new Int32Array(capacity)
   }
 
+  /** Where the bytes of run `r`'s link id start in `runBytes` (after their u32 length). */
+  linkIdAt(r: number): number {
+    return this.runAt[r]! + 4
+  }
+
+  /** The length of run `r`'s link id, in bytes (one a character: visible ASCII). */
+  linkIdLength(r: number): number {
+    return this.runBytes.readUInt32LE(this.runAt[r]!)
+  }
+
   /** The link id of run `r` (a new string: for tests and tools; the flusher copies the run's bytes, ClickGroup.ts). */
   linkIdOf(r: number): string {
-    const at = this.runAt[r]!
-    return this.runBytes.toString("latin1", at + 4, at + 4 + this.runBytes.readUInt32LE(at))
+    const from = this.linkIdAt(r)
+    return this.runBytes.toString("latin1", from, from + this.linkIdLength(r))
   }
 
   /** The account id of run `r`. */
@@ -266,35 +244,6 @@ export class ClickRound {
     this.referers[i] = referer === "" ? -1 : this.refererValues.of(referer)
     this.countries[i] = country === "" ? -1 : this.countryValues.of(country)
     this.count = i + 1
-  }
-
-  /**
-   * What converting the round reads, its columns copied at their length (each into an
-   * ArrayBuffer of its own, for `transfer`): sent to the conversion thread, so the round
-   * can be recorded into again meanwhile.
-   */
-  data(): RoundData {
-    const n = this.count
-    const runs = this.runs
-    return {
-      id: this.id,
-      count: n,
-      times: this.times.slice(0, n),
-      run: this.run.slice(0, n),
-      runLink: this.runLink.slice(0, runs),
-      runAccount: this.runAccount.slice(0, runs),
-      runAt: this.runAt.slice(0, runs),
-      runBytes: new Uint8Array(this.runBytes.subarray(0, this.runEnd)),
-      peers: this.peers.slice(0, n),
-      agents: this.agents.slice(0, n),
-      referers: this.referers.slice(0, n),
-      countries: this.countries.slice(0, n),
-      accountValues: this.accountValues.values,
-      peerValues: this.peerValues.values,
-      agentValues: this.agentValues.values,
-      refererValues: this.refererValues.values,
-      countryValues: this.countryValues.values
-    }
   }
 
   /** Empty again, for reuse; forgets the links it pointed to. */

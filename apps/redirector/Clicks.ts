@@ -1,11 +1,24 @@
 import { Effect, Either, Fiber } from "effect"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
-import { Topics } from "../../domain/Events.js"
-import { daysOf } from "./ClickConvert.js"
-import { startConversionThread } from "./ClickConvertThread.js"
+import { MAX_CLICKS_PER_EVENT, Topics } from "../../domain/Events.js"
+import { BoundedCache } from "../../infra/BoundedCache.js"
+import { cachedReferrerHost, cachedUserAgentParser, countryOf, utcDay, visitorHash } from "./ClickClassify.js"
+import { ClickGroup, MAX_EVENT_LIST_CHARS } from "./ClickGroup.js"
 import { ClickBuffer } from "./ClickRound.js"
 import type { ClickSpool } from "./ClickSpool.js"
 import type { VisitorSecrets } from "./VisitorSecrets.js"
+
+/** Entries per in-memory cache (visitor hashes, user agents, referers, country headers). */
+const CACHE_ENTRIES = 10_000
+/** Raw clicks converted between two yields to the event loop. */
+const CONVERT_SLICE = 1_000
+/** Clicks per clicks.recorded event by default. */
+const CLICKS_PER_EVENT = 4_000
+/**
+ * JSON characters per publish call at most (a few events): Kafka takes at most 1 MB per
+ * partition and request by default (message.max.bytes).
+ */
+const MAX_PUBLISH_CHARS = 400_000
 
 export interface ClickCaptureOptions {
   /** Clicks held in memory at most (raw and waiting to be published); beyond, they are dropped. */
@@ -27,16 +40,16 @@ export interface ClickCaptureOptions {
 /**
  * Click capture: the buffer for the request path and a flusher that publishes to clicks.v1
  * every `intervalMs` or `batchSize` clicks, one clicks.recorded event per account per round
- * (of at most `clicksPerEvent` clicks), each round converted in the conversion thread
- * (ClickConvertThread.ts). A failed conversion or publish keeps its round or events and
- * retries them with a back-off. Closing the scope stops the flusher and publishes what is left.
+ * (of at most `clicksPerEvent` clicks). A failed publish keeps its events and retries them
+ * with a back-off. Closing the scope stops the flusher and publishes what is left.
  */
 export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureOptions = {}) =>
   Effect.gen(function* () {
     const log = yield* EventLog
     const batchSize = options.batchSize ?? 10_000
-    // A publish call carries at most a round's clicks (several events): bounds one append after an outage.
-    const thread = yield* startConversionThread({ clicksPerEvent: options.clicksPerEvent, clicksPerPublish: batchSize })
+    const clicksPerEvent = Math.max(1, Math.min(options.clicksPerEvent ?? CLICKS_PER_EVENT, MAX_CLICKS_PER_EVENT))
+    /** Clicks per publish call at most (several events): bounds one append after an outage. */
+    const clicksPerPublish = Math.max(batchSize, clicksPerEvent)
     const intervalMs = options.intervalMs ?? 100
     const buffer = new ClickBuffer(options.maxBuffered ?? 1_000_000, batchSize)
     const spool = options.spool
@@ -54,6 +67,55 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
       }
       spool.attach(buffer)
     }
+    const classify = cachedUserAgentParser()
+    const hostOf = cachedReferrerHost()
+
+    // The JSON of a click's fields, per distinct input: user agents, referers and country
+    // headers repeat, so each is classified and serialized once, not per click.
+    const uaJson = new BoundedCache<string, string>({ maxWeight: CACHE_ENTRIES })
+    const refererJson = new BoundedCache<string, string>({ maxWeight: CACHE_ENTRIES })
+    const countryJson = new BoundedCache<string, string>({ maxWeight: CACHE_ENTRIES })
+    const cached = (cache: BoundedCache<string, string>, input: string, make: (input: string) => string) =>
+      cache.getOrCompute(input, make)
+    const makeUaJson = (userAgent: string) => {
+      const ua = classify(userAgent)
+      return `"device":"${ua.device}","browser":${JSON.stringify(ua.browser)},"bot":${ua.bot}`
+    }
+    const makeRefererJson = (referer: string) => {
+      const host = hostOf(referer)
+      return host === null ? "null" : JSON.stringify(host)
+    }
+    const makeCountryJson = (header: string) => {
+      const country = countryOf(header)
+      return country === null ? "null" : `"${country}"`
+    }
+
+    // Visitors come back (reloads, several links, crawlers): the day's last hashes are kept
+    // for them (by user agent, then address), in memory only and forgotten when the day
+    // changes or the cache is full.
+    let visitors = new Map<string, Map<string, string>>()
+    let visitorCount = 0
+    let visitorsDay = -1
+    const visitorOf = (day: number, secrets: Map<number, Uint8Array>, ip: string, userAgent: string) => {
+      if (day !== visitorsDay || visitorCount >= CACHE_ENTRIES) {
+        visitors = new Map()
+        visitorCount = 0
+        visitorsDay = day
+      }
+      let byIp = visitors.get(userAgent)
+      if (byIp === undefined) {
+        byIp = new Map()
+        visitors.set(userAgent, byIp)
+      }
+      let hash = byIp.get(ip)
+      if (hash === undefined) {
+        hash = visitorHash(secrets.get(day)!, ip, userAgent)
+        byIp.set(ip, hash)
+        visitorCount++
+      }
+      return hash
+    }
+
     /** Records ready to publish, in order, each chunk one publish call. */
     const waiting: Array<{
       readonly records: Array<OutgoingRecord>
@@ -65,17 +127,108 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     let failures = 0
 
     /**
-     * The first round in line to its events, in the conversion thread. Needs each click day's
-     * secret: if that fails, or the conversion does (or the flusher is stopped meanwhile), the
-     * round stays first in line and nothing of it is published.
+     * One round's clicks to clicks.recorded events, one per account (of at most
+     * `clicksPerEvent` clicks and MAX_EVENT_LIST_CHARS of lists), giving the event loop back between slices so a backlog does not stall
+     * redirects. Needs each click day's secret: if that fails (or the flusher is stopped
+     * meanwhile), the round stays first in line and nothing of it is published.
      */
     const convertFirstRound = Effect.uninterruptibleMask((restore) =>
       Effect.gen(function* () {
         const round = buffer.retry[0]!
+        const n = round.count
+        const { times, run, runLink, runAccount, peers, agents, referers, countries } = round
+        const peerTexts = round.peerValues.values
+        const agentTexts = round.agentValues.values
+        const refererTexts = round.refererValues.values
+        const countryTexts = round.countryValues.values
         const days = new Map<number, Uint8Array>()
-        for (const day of daysOf(round.times, round.count)) days.set(day, yield* restore(secrets.get(day)))
-        const chunks = yield* restore(thread.convert(round.data(), days, new Date().toISOString()))
-        waiting.push(...chunks)
+        let lastDay = -1
+        for (let i = 0; i < n; i++) {
+          const day = utcDay(times[i]!)
+          if (day !== lastDay) {
+            lastDay = day
+            days.set(day, new Uint8Array())
+          }
+        }
+        yield* restore(Effect.forEach(days.keys(), (day) => Effect.map(secrets.get(day), (s) => days.set(day, s))))
+        // Per round a prefix (kept in its spool segment), per event a counter.
+        const idPrefix = round.id
+        const occurredAt = new Date().toISOString()
+        let sequence = 0
+        let records: Array<OutgoingRecord> = []
+        let recordClicks = 0
+        /** By the account's index in the round (`ClickRound.accountValues`). */
+        const groups: Array<ClickGroup | undefined> = []
+        let recordChars = 0
+        /** The events made so far become one publish; later ones go out after it, so an account's stay in order. */
+        const publishChunk = () => {
+          if (records.length > 0) waiting.push({ records, clicks: recordClicks })
+          records = []
+          recordClicks = 0
+          recordChars = 0
+        }
+        const emit = (group: ClickGroup) => {
+          const clicks = group.at.length
+          const value =
+            `{"id":"${idPrefix}${(sequence++).toString(36)}","type":"clicks.recorded","version":3,` +
+            `"occurred_at":"${occurredAt}","account_id":${JSON.stringify(group.accountId)},"data":${group.take()}}`
+          records.push({ key: group.accountId, value })
+          recordClicks += clicks
+          recordChars += value.length
+          if (recordClicks >= clicksPerPublish || recordChars >= MAX_PUBLISH_CHARS) publishChunk()
+        }
+        // The JSON of a click's values, each made once per round for its inputs: country,
+        // referrer, and the visitor with its classes (one per user agent, address and day).
+        const countryValues = countryTexts.map((c) => cached(countryJson, c, makeCountryJson))
+        const refererValues = refererTexts.map((r) => cached(refererJson, r, makeRefererJson))
+        const visitorsByDay = new Map<number, Map<number, string>>()
+        let visitors = new Map<number, string>()
+        let visitorsDay = -1
+        // The last click's run, its account's group and its link's index in the group's links:
+        // a run's clicks come in a row.
+        let lastRun = -1
+        let group: ClickGroup | undefined
+        let link = 0
+        for (let i = 0; i < n; i++) {
+          const clickRun = run[i]!
+          if (clickRun !== lastRun) {
+            lastRun = clickRun
+            const account = runAccount[clickRun]!
+            group = groups[account]
+            if (group === undefined) {
+              group = new ClickGroup(round.accountIdOf(clickRun))
+              groups[account] = group
+            }
+            link = group.linkIndex(runLink[clickRun]!, round, clickRun)
+          }
+          const time = times[i]!
+          const day = utcDay(time)
+          if (day !== visitorsDay) {
+            visitorsDay = day
+            visitors = visitorsByDay.get(day) ?? new Map()
+            visitorsByDay.set(day, visitors)
+          }
+          const visitorKey = agents[i]! * peerTexts.length + peers[i]!
+          let visitor = visitors.get(visitorKey)
+          if (visitor === undefined) {
+            const userAgent = agentTexts[agents[i]!]!
+            visitor =
+              `{"visitor":"${visitorOf(day, days, peerTexts[peers[i]!]!, userAgent)}",` +
+              `${cached(uaJson, userAgent, makeUaJson)}}`
+            visitors.set(visitorKey, visitor)
+          }
+          const r = referers[i]!
+          const c = countries[i]!
+          group!.push(link, time, c < 0 ? "null" : countryValues[c]!, r < 0 ? "null" : refererValues[r]!, visitor)
+          if (group!.at.length >= clicksPerEvent || group!.listChars >= MAX_EVENT_LIST_CHARS) {
+            emit(group!)
+            // The group's links start over: the next click looks its link up again.
+            lastRun = -1
+          }
+          if ((i + 1) % CONVERT_SLICE === 0) yield* Effect.sleep(0)
+        }
+        for (const g of groups) if (g !== undefined && g.at.length > 0) emit(g)
+        publishChunk()
         const segment = spool?.detach(round)
         // After the round's own chunks: deleted once they are all acknowledged.
         if (segment !== undefined) waiting.push({ records: [], clicks: 0, segment })

@@ -5,8 +5,6 @@ import { Cause, Config, Deferred, Effect, Exit, FiberId, Layer, Scope } from "ef
 import { AppConfig } from "../../infra/AppConfig.js"
 import { failureLine, LoggingLive, runMain } from "../../infra/Main.js"
 import { listenFailed, StartupError } from "../../infra/StartupError.js"
-import { workerBootCode } from "../../infra/Workers.js"
-import { isConversionThread } from "./ClickConvertThread.js"
 import { reusePortConfig } from "./Redirector.js"
 import { spoolIncarnation } from "./SpoolOwner.js"
 
@@ -33,8 +31,19 @@ interface Thread {
   readonly exited: Deferred.Deferred<number>
 }
 
+/**
+ * A worker thread runs the entry module again (`main.ts`, which then takes the worker's path
+ * below). tsx hooks only the main thread on Node 20: a thread running TypeScript registers it
+ * first.
+ */
+const bootCode = (entry: string) =>
+  entry.endsWith(".ts")
+    ? `import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))})` +
+      `.then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}) })`
+    : `import(${JSON.stringify(entry)})`
+
 const startThread = (index: number, entry: string, env: NodeJS.ProcessEnv): Thread => {
-  const worker = new Worker(workerBootCode(entry), { eval: true, env, workerData: { spoolIncarnation } })
+  const worker = new Worker(bootCode(entry), { eval: true, env, workerData: { spoolIncarnation } })
   const ready = Deferred.unsafeMake<void, StartupError>(FiberId.none)
   const exited = Deferred.unsafeMake<number>(FiberId.none)
   let error = ""
@@ -156,8 +165,6 @@ export const runRedirector = <E, E2>(
   settings: Layer.Layer<AppConfig, E2>,
   entry: string
 ) => {
-  // A click conversion thread of a bundle runs the bundle, this call included: it serves conversions only.
-  if (isConversionThread) return
   if (!isMainThread) return runThread(app)
   runMain(
     Layer.unwrapEffect(
