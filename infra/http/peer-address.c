@@ -13,18 +13,21 @@
  * The rule: `getpeername(fd)` answers from the table only for a descriptor that `accept` or
  * `accept4` returned with an address (uSockets passes one) and that has not been closed
  * since. Every call here that ends a descriptor or can hand its number out again for another
- * socket clears its entry first: close, close through syscall(SYS_close) (libuv's way),
- * dup2, dup3, socket, socketpair, and accept/accept4 without an address (libuv's way). Any
- * other descriptor, or one beyond the table, goes to the kernel as before. Not wrapped, so a
- * socket made by them could meet a closed socket's entry under its number: fcntl(F_DUPFD), a
- * descriptor received over a Unix socket, an accept through io_uring. Nothing in the
- * redirector makes sockets those ways.
+ * socket clears its entry first: close, close_range, closefrom, close or close_range through
+ * syscall(2) (libuv's way), dup2, dup3, socket, socketpair, and accept/accept4 without an
+ * address (libuv's way). Forgetting is always safe (the next read asks the kernel). Any
+ * other descriptor, or one beyond the table, goes to the kernel as before. Not wrapped:
+ * descriptors glibc closes inside itself (fclose of a FILE made on a socket) and the ways of
+ * making a socket that pass none of these calls (fcntl(F_DUPFD), a descriptor received over a
+ * Unix socket, an accept through io_uring): a socket whose accepted number was freed that way
+ * and then reused that way could meet the old entry. Nothing in the redirector does either.
  *
  * Thread-safe: a descriptor's entry is written by the thread that accepted it, before its
  * number is known to anyone else, and cleared before the kernel can give the number out again.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -53,6 +56,8 @@ static int (*real_dup3)(int, int, int);
 static int (*real_socket)(int, int, int);
 static int (*real_socketpair)(int, int, int, int[2]);
 static long (*real_syscall)(long, ...);
+static int (*real_close_range)(unsigned int, unsigned int, int);
+static void (*real_closefrom)(int);
 
 __attribute__((constructor)) static void peer_address_init(void) {
   real_accept = dlsym(RTLD_NEXT, "accept");
@@ -64,10 +69,18 @@ __attribute__((constructor)) static void peer_address_init(void) {
   real_socket = dlsym(RTLD_NEXT, "socket");
   real_socketpair = dlsym(RTLD_NEXT, "socketpair");
   real_syscall = dlsym(RTLD_NEXT, "syscall");
+  /* glibc 2.34 and later; NULL before. */
+  real_close_range = dlsym(RTLD_NEXT, "close_range");
+  real_closefrom = dlsym(RTLD_NEXT, "closefrom");
 }
 
 static void forget(long fd) {
   if (fd >= 0 && fd < TABLE_SIZE) atomic_store_explicit(&table[fd].length, 0, memory_order_release);
+}
+
+/* Forgets the descriptors first..last (as close_range(2) takes them) that the table holds. */
+static void forget_range(unsigned long first, unsigned long last) {
+  for (unsigned long fd = first; fd <= last && fd < TABLE_SIZE; fd++) forget((long)fd);
 }
 
 /*
@@ -147,5 +160,28 @@ long syscall(long number, ...) {
   long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
   va_end(ap);
   if (number == SYS_close) forget(a);
+#ifdef SYS_close_range
+  if (number == SYS_close_range) forget_range((unsigned int)a, (unsigned int)b);
+#endif
   return real_syscall(number, a, b, c, d, e, f);
+}
+
+int close_range(unsigned int first, unsigned int last, int flags) {
+  forget_range(first, last);
+  if (real_close_range != NULL) return real_close_range(first, last, flags);
+#ifdef SYS_close_range
+  return (int)real_syscall(SYS_close_range, (long)first, (long)last, (long)flags, 0L, 0L, 0L);
+#else
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+void closefrom(int low) {
+  forget_range(low < 0 ? 0 : (unsigned long)low, TABLE_SIZE - 1);
+  if (real_closefrom != NULL) {
+    real_closefrom(low);
+  } else {
+    for (int fd = low < 0 ? 0 : low; fd < TABLE_SIZE; fd++) real_close(fd);
+  }
 }

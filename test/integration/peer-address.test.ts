@@ -66,7 +66,7 @@ describe.skipIf(peerAddressLibrary === undefined)(
       expect(ports.loaded).toBe(true)
     })
 
-    it("answers from its table, not the kernel: a reset connection keeps the address it was accepted with; a new socket under the number has none", () => {
+    it("answers from its table, not the kernel: a reset connection keeps the address it was accepted with; a new socket under the number has none, after close or close_range", () => {
       // A C probe (test/fixtures/peer-address/probe.c) asks once without the library, once with it.
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "peer-address-"))
       try {
@@ -74,10 +74,15 @@ describe.skipIf(peerAddressLibrary === undefined)(
         execFileSync(process.env.CC ?? "cc", ["-O2", "-o", probe, "test/fixtures/peer-address/probe.c"], { cwd: ROOT })
         const run = (env: NodeJS.ProcessEnv) => execFileSync(probe, { env, encoding: "utf8" }).trim().split("\n")
         const { LD_PRELOAD: _, ...without } = process.env
-        expect(run(without)).toEqual(["after reset: ENOTCONN", "number reused: ENOTCONN"])
+        expect(run(without)).toEqual([
+          "after reset: ENOTCONN",
+          "number reused: ENOTCONN",
+          "reused after close_range: ENOTCONN"
+        ])
         expect(run({ ...without, LD_PRELOAD: peerAddressLibrary })).toEqual([
           "after reset: 127.0.0.1",
-          "number reused: ENOTCONN"
+          "number reused: ENOTCONN",
+          "reused after close_range: ENOTCONN"
         ])
       } finally {
         fs.rmSync(dir, { recursive: true, force: true })
