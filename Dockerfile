@@ -1,10 +1,11 @@
 # One image for every app; docker-compose.yml picks the app with the command.
 
 # The redirector's peer-address cache (infra/http/peer-address.c, preloaded by
-# scripts/redirector.sh), compiled where there is a C compiler: the slim image has none.
+# scripts/redirector.sh, and its Node-API view, peer-address-view.c), compiled where there is
+# a C compiler: the slim image has none.
 FROM node:20-bookworm AS native
 WORKDIR /app
-COPY infra/http/peer-address.c infra/http/
+COPY infra/http/peer-address.c infra/http/peer-address-view.c infra/http/
 COPY scripts/peer-address.sh scripts/
 RUN sh scripts/peer-address.sh
 
@@ -20,7 +21,7 @@ COPY apps ./apps
 COPY scripts ./scripts
 # The bundles the redirector and the CLI start from (scripts/bundle.mjs): /app is not the node user's to write.
 RUN node scripts/bundle.mjs redirector apps/redirector/main.ts && node scripts/bundle.mjs cli apps/cli/main.ts
-COPY --from=native /app/.build/peer-address.so .build/
+COPY --from=native /app/.build/peer-address.so /app/.build/peer-address-view.node .build/
 USER node
 # Overridden per service: start:api | start:redirector | start:workers
 CMD ["npm", "run", "start:api"]

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { ipText, ipv4Offset } from "../../infra/http/HttpServer.js"
+import { ipText, ipv4Offset, ipv4Text, type RawPeer } from "../../infra/http/HttpServer.js"
 import { MAX_RUN_ENTRY } from "./SlugTable.js"
 
 /** What recording a click asks of the slug table (SlugTable implements it), by the row its lookup gave. */
@@ -175,7 +175,17 @@ export class ClickRound {
     this.count = i + 1
   }
 
-  private peerOf(peer: ArrayBuffer | string): number {
+  private peerOf(peer: RawPeer): number {
+    if (typeof peer === "number") {
+      // An IPv4 address as a number: the same key as its bytes' (ipv4Key, an int32).
+      const key = peer | 0
+      let i = this.peerByV4.get(key)
+      if (i === undefined) {
+        i = this.peerValues.of(ipv4Text(peer))
+        this.peerByV4.set(key, i)
+      }
+      return i
+    }
     if (typeof peer === "string") return this.peerValues.of(peer)
     const bytes = new Uint8Array(peer)
     const v4 = ipv4Key(bytes)
@@ -225,7 +235,7 @@ export class ClickRound {
     links: ClickLinks,
     row: number,
     time: number,
-    peer: ArrayBuffer | string,
+    peer: RawPeer,
     userAgent: string,
     referer: string,
     country: string
@@ -299,12 +309,12 @@ export class ClickBuffer {
     this.current = new ClickRound(Math.min(batchSize, 16_384))
   }
 
-  /** A click on the link at `row` of `links`; `peer` as HttpExchange.remoteAddressRaw gives it: 4 or 16 bytes, or the text. */
+  /** A click on the link at `row` of `links`; `peer` as HttpExchange.remoteAddressRaw gives it (RawPeer). */
   record(
     links: ClickLinks,
     row: number,
     time: number,
-    peer: ArrayBuffer | string,
+    peer: RawPeer,
     userAgent: string,
     referer: string,
     country: string

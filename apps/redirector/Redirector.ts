@@ -8,7 +8,7 @@ import {
   serveHttp
 } from "../../infra/http/HttpServer.js"
 import { METRICS_PATH, makeMetricsAnswer } from "../../infra/http/MetricsAnswer.js"
-import { peerAddressCacheLoaded } from "../../infra/http/PeerAddress.js"
+import { peerAddressReading } from "../../infra/http/PeerAddress.js"
 import { NO_TRUSTED_PROXIES, visitorAddressOf } from "../../infra/http/TrustedProxies.js"
 import {
   clicksCaptured,
@@ -212,9 +212,7 @@ const make = Effect.gen(function* () {
   yield* Effect.logInfo(
     `redirector listening on 0.0.0.0:${server.port} (${server.engine}${reusePort ? ", port shared" : ""}), ` +
       `click capture ${capture ? "on" : "off"}` +
-      (capture && server.engine === "uWebSockets.js"
-        ? `, peer addresses ${peerAddressCacheLoaded() ? "kept per connection (peer-address.so)" : "read per click"}`
-        : "")
+      (capture && server.engine === "uWebSockets.js" ? `, peer addresses ${peerAddressReading()}` : "")
   )
   yield* Effect.addFinalizer(() => Effect.logInfo("redirector stopping: closing the listener, then flushing clicks"))
   yield* startSlugTable(table)

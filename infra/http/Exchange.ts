@@ -48,6 +48,14 @@ export interface DeferredAnswer extends HttpAnswer {
  * call and its exchange object is reused for the next request), or calls `defer` or
  * `readBody` before it returns and answers later through what they give.
  */
+/**
+ * A peer's address as an engine gives it cheapest: an IPv4 address as a number (a.b.c.d as
+ * a * 2^24 + b * 2^16 + c * 2^8 + d: uWebSockets.js with the peer-address library's current
+ * peer, PeerAddress.ts), 4 or 16 bytes (uWebSockets.js otherwise; `ipText` formats them) or
+ * the text (node:http).
+ */
+export type RawPeer = number | ArrayBuffer | string
+
 export interface HttpExchange extends HttpAnswer {
   /** As sent, upper case for every real client: "GET", "HEAD", … */
   readonly method: string
@@ -60,10 +68,9 @@ export interface HttpExchange extends HttpAnswer {
   /** The peer of the TCP connection (never a forwarded-for header). Only before the handler returns. */
   remoteAddress(): string
   /**
-   * The same peer in the engine's cheapest form: 4 or 16 bytes (uWebSockets.js; `ipText`
-   * formats them) or the text (node:http). For hot paths that only need a key.
+   * The same peer in the engine's cheapest form. For hot paths that only need a key.
    */
-  remoteAddressRaw(): ArrayBuffer | string
+  remoteAddressRaw(): RawPeer
   /**
    * Answer later: read what the answer needs from the request first. Writes on the exchange
    * itself are not allowed afterwards.

@@ -13,11 +13,12 @@ export type {
   HttpEngine,
   HttpExchange,
   HttpHandler,
+  RawPeer,
   RunningHttpServer,
   ServeOptions
 } from "./Exchange.js"
 export { StatusWithHeaders } from "./Exchange.js"
-export { ipText, ipv4Offset } from "./IpText.js"
+export { ipText, ipv4Offset, ipv4Text } from "./IpText.js"
 
 /** HTTP_ENGINE: `uws` or `node` forces one; unset or `auto` takes uWebSockets.js when it loads. */
 export const httpEngineConfig = Config.string("HTTP_ENGINE").pipe(

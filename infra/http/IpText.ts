@@ -6,6 +6,10 @@ export const ipv4Offset = (b: Uint8Array): number =>
       ? 12
       : -1
 
+/** An IPv4 address given as a number (a.b.c.d as a * 2^24 + … + d) in dotted form. */
+export const ipv4Text = (value: number): string =>
+  `${value >>> 24}.${(value >>> 16) & 255}.${(value >>> 8) & 255}.${value & 255}`
+
 /**
  * An address in the text form node:http gives: dotted IPv4 (also for IPv4-mapped IPv6), and
  * RFC 5952 IPv6 (lower case, no leading zeros, the longest run of zero groups as "::").

@@ -1,6 +1,6 @@
 import { isIP } from "node:net"
-import type { HttpExchange } from "./HttpServer.js"
-import { ipText, ipv4Offset } from "./IpText.js"
+import type { HttpExchange, RawPeer } from "./HttpServer.js"
+import { ipText, ipv4Offset, ipv4Text } from "./IpText.js"
 
 /**
  * The reverse proxies whose `X-Forwarded-For` the service believes (TRUSTED_PROXIES): IP
@@ -190,10 +190,14 @@ const socketPeer = (ex: HttpExchange) => ex.remoteAddressRaw()
  * it is the engine's own cheapest form of the TCP peer and nothing else runs per request;
  * with some, the header is read only when the peer is one of them.
  */
-export const visitorAddressOf = (proxies: TrustedProxies): ((ex: HttpExchange) => ArrayBuffer | string) => {
+export const visitorAddressOf = (proxies: TrustedProxies): ((ex: HttpExchange) => RawPeer) => {
   if (proxies.entries.length === 0) return socketPeer
   return (ex) => {
     const raw = ex.remoteAddressRaw()
+    if (typeof raw === "number") {
+      // An IPv4 peer as a number (uWebSockets.js with the peer-address library).
+      return proxies.containsV4(raw) ? clientAddress(proxies, ipv4Text(raw), ex.header("x-forwarded-for")) : raw
+    }
     if (typeof raw === "string") {
       return proxies.contains(raw) ? clientAddress(proxies, raw, ex.header("x-forwarded-for")) : raw
     }

@@ -3,7 +3,8 @@ import { Effect } from "effect"
 import { type HttpDeadlines, MAX_HEADER_BYTES } from "./ClientErrors.js"
 import { contentLength, HttpServerError, INTERNAL_ERROR } from "./EngineShared.js"
 import type { DeferredAnswer, HttpExchange, ServeOptions, StatusWithHeaders } from "./Exchange.js"
-import { ipText } from "./IpText.js"
+import { ipText, ipv4Text } from "./IpText.js"
+import { currentPeerView } from "./PeerAddress.js"
 
 export type UwsModule = typeof Uws
 
@@ -110,7 +111,13 @@ class UwsExchange implements HttpExchange {
   ended = false
   res!: Uws.HttpResponse
   req!: Uws.HttpRequest
-  constructor(readonly state: ServerState) {}
+  /** Set while the handler runs: uWebSockets.js called it on what it just read from this request's connection. */
+  serving = false
+  constructor(
+    readonly state: ServerState,
+    /** This thread's current peer (PeerAddress.ts), when the peer-address library and its addon are loaded. */
+    private readonly peer: Uint32Array | undefined
+  ) {}
 
   header(name: string): string {
     return this.req.getHeader(nameOf(name))
@@ -123,11 +130,16 @@ class UwsExchange implements HttpExchange {
     return this
   }
   remoteAddress(): string {
+    const raw = this.remoteAddressRaw()
     // The binary form and our own formatting cost about half of the text form plus decoding.
-    return ipText(new Uint8Array(this.res.getRemoteAddress()))
+    return typeof raw === "number" ? ipv4Text(raw) : ipText(new Uint8Array(raw))
   }
-  remoteAddressRaw(): ArrayBuffer {
-    // A getpeername(2) and a new ArrayBuffer per call: uWebSockets.js keeps no address per connection.
+  remoteAddressRaw(): number | ArrayBuffer {
+    // While the handler runs, the peer noted at the read that brought this request (two array
+    // reads); otherwise a call that allocates an ArrayBuffer per read (and, without the
+    // library, makes a getpeername(2)): uWebSockets.js keeps no address per connection.
+    const peer = this.peer
+    if (peer !== undefined && this.serving && peer[0] === 4) return peer[1]!
     return this.res.getRemoteAddress()
   }
   writeStatus(status: number | StatusWithHeaders): this {
@@ -260,7 +272,7 @@ export const serveUws = (uws: UwsModule, options: ServeOptions, deadlines: HttpD
       HttpServerError
     >((resume) => {
       const state: ServerState = { closing: false, pending: 0, requestTimeoutMs: deadlines.requestTimeoutMs }
-      const exchange = new UwsExchange(state)
+      const exchange = new UwsExchange(state, currentPeerView())
       const app = uws.App()
       app.any("/*", (res, req) => {
         exchange.res = res
@@ -278,11 +290,13 @@ export const serveUws = (uws: UwsModule, options: ServeOptions, deadlines: HttpD
           })
           return
         }
+        exchange.serving = true
         try {
           options.handler(exchange)
         } catch (error) {
           options.onError(error)
         }
+        exchange.serving = false
         // Unanswered (it threw, or forgot): uWS aborts the process on a dangling response.
         if (!exchange.ended) {
           try {

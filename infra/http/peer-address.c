@@ -24,6 +24,15 @@
  *
  * Thread-safe: a descriptor's entry is written by the thread that accepted it, before its
  * number is known to anyone else, and cleared before the kernel can give the number out again.
+ *
+ * The current peer: each `recv` also notes, per thread, the kept IPv4 address of the socket it
+ * read (IPv4-mapped IPv6 included), or that there is none. uSockets reads a connection's bytes
+ * with one `recv` and calls the request handlers of what it read at once, on that thread,
+ * before it reads any other socket: so while a handler runs, the note is its own connection's
+ * peer. infra/http/peer-address-view.c hands a request handler a view of this note
+ * (`peer_address_current`), so the handler reads the address without a call into the
+ * uWebSockets.js binding and without the ArrayBuffer that call allocates (UwsServer.ts reads
+ * it only while the handler runs, and only then).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -31,6 +40,7 @@
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -47,9 +57,21 @@ struct entry {
 
 static struct entry table[TABLE_SIZE];
 
+/* The peer of the socket this thread last read with recv: `kind` 4 with the IPv4 address as a
+ * number in host order (a.b.c.d as a * 2^24 + b * 2^16 + c * 2^8 + d), or 0 when not kept. */
+struct current_peer {
+  uint32_t kind;
+  uint32_t ipv4;
+};
+static __thread struct current_peer current;
+
+/* This thread's note (its address is fixed for the thread's life): for peer-address-view.c. */
+struct current_peer *peer_address_current(void) { return &current; }
+
 static int (*real_accept)(int, struct sockaddr *, socklen_t *);
 static int (*real_accept4)(int, struct sockaddr *, socklen_t *, int);
 static int (*real_getpeername)(int, struct sockaddr *, socklen_t *);
+static ssize_t (*real_recv)(int, void *, size_t, int);
 static int (*real_close)(int);
 static int (*real_dup2)(int, int);
 static int (*real_dup3)(int, int, int);
@@ -63,6 +85,7 @@ __attribute__((constructor)) static void peer_address_init(void) {
   real_accept = dlsym(RTLD_NEXT, "accept");
   real_accept4 = dlsym(RTLD_NEXT, "accept4");
   real_getpeername = dlsym(RTLD_NEXT, "getpeername");
+  real_recv = dlsym(RTLD_NEXT, "recv");
   real_close = dlsym(RTLD_NEXT, "close");
   real_dup2 = dlsym(RTLD_NEXT, "dup2");
   real_dup3 = dlsym(RTLD_NEXT, "dup3");
@@ -120,6 +143,29 @@ int getpeername(int fd, struct sockaddr *address, socklen_t *length) {
     }
   }
   return real_getpeername(fd, address, length);
+}
+
+/* Notes the kept IPv4 peer of `fd` as this thread's current peer, or that it has none. */
+static void note_current(int fd) {
+  uint32_t kind = 0, ipv4 = 0;
+  if (fd >= 0 && fd < TABLE_SIZE && atomic_load_explicit(&table[fd].length, memory_order_acquire) > 0) {
+    const struct sockaddr_in6 *a = &table[fd].address;
+    if (a->sin6_family == AF_INET) {
+      kind = 4;
+      ipv4 = ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr);
+    } else if (a->sin6_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+      const uint8_t *b = a->sin6_addr.s6_addr + 12;
+      kind = 4;
+      ipv4 = ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
+    }
+  }
+  current.ipv4 = ipv4;
+  current.kind = kind;
+}
+
+ssize_t recv(int fd, void *buffer, size_t length, int flags) {
+  note_current(fd);
+  return real_recv(fd, buffer, length, flags);
 }
 
 int close(int fd) {

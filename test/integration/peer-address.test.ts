@@ -26,6 +26,34 @@ const get = (port: number, localAddress: string, agent: http.Agent | false = fal
     req.on("error", reject)
   })
 
+/** `n` GETs written at once on one connection from `localAddress`: the answers' bodies, in order. */
+const pipelined = (port: number, localAddress: string, n: number) =>
+  new Promise<Array<string>>((resolve, reject) => {
+    let data = Buffer.alloc(0)
+    const bodies: Array<string> = []
+    const s = net.connect({ host: "127.0.0.1", port, localAddress }, () => {
+      s.write("GET / HTTP/1.1\r\nHost: peer\r\n\r\n".repeat(n))
+    })
+    s.on("data", (chunk) => {
+      data = Buffer.concat([data, chunk])
+      for (;;) {
+        const end = data.indexOf("\r\n\r\n")
+        if (end < 0) break
+        const length = /content-length: *(\d+)/i.exec(data.subarray(0, end).toString("latin1"))
+        const size = length === null ? 0 : Number(length[1])
+        if (data.length < end + 4 + size) break
+        bodies.push(data.subarray(end + 4, end + 4 + size).toString("latin1"))
+        data = data.subarray(end + 4 + size)
+      }
+      if (bodies.length >= n) {
+        s.destroy()
+        resolve(bodies)
+      }
+    })
+    s.on("error", reject)
+    s.on("close", () => resolve(bodies))
+  })
+
 /** One node:net connection from `localAddress`: what the server saw as its peer. */
 const netPeer = (port: number, localAddress: string) =>
   new Promise<string>((resolve, reject) => {
@@ -42,10 +70,10 @@ describe.skipIf(peerAddressLibrary === undefined)(
   "peer-address.so: the address a socket was accepted with, kept per descriptor (needs a C compiler)",
   () => {
     let child: ChildProcess
-    let ports: { loaded: boolean; uwsPort: number; netPort: number }
+    let ports: { loaded: boolean; view: boolean; uwsPort: number; netPort: number }
 
     beforeAll(async () => {
-      child = spawn(process.execPath, ["test/fixtures/peer-address/server.mjs"], {
+      child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/peer-address/server.mjs"], {
         cwd: ROOT,
         env: { ...process.env, LD_PRELOAD: peerAddressLibrary },
         stdio: ["ignore", "pipe", "inherit"]
@@ -62,8 +90,9 @@ describe.skipIf(peerAddressLibrary === undefined)(
       child?.kill()
     })
 
-    it("is loaded into the process", () => {
+    it("is loaded into the process, with its current-peer view (peer-address-view.node)", () => {
       expect(ports.loaded).toBe(true)
+      expect(ports.view).toBe(true)
     })
 
     it("answers from its table, not the kernel: a reset connection keeps the address it was accepted with; a new socket under the number has none, after close or close_range", () => {
@@ -77,11 +106,15 @@ describe.skipIf(peerAddressLibrary === undefined)(
         expect(run(without)).toEqual([
           "after reset: ENOTCONN",
           "number reused: ENOTCONN",
+          "current after an accepted socket's recv: none",
+          "current after another socket's recv: none",
           "reused after close_range: ENOTCONN"
         ])
         expect(run({ ...without, LD_PRELOAD: peerAddressLibrary })).toEqual([
           "after reset: 127.0.0.1",
           "number reused: ENOTCONN",
+          "current after an accepted socket's recv: 127.0.0.1",
+          "current after another socket's recv: none",
           "reused after close_range: ENOTCONN"
         ])
       } finally {
@@ -103,6 +136,18 @@ describe.skipIf(peerAddressLibrary === undefined)(
       }
       for (const [want, got] of seen) expect(got).toBe(want)
       for (const [want, got] of netSeen) expect(got).toBe(want)
+    })
+
+    it("gives each of many pipelined requests, on connections from five addresses at once, its own connection's peer", async () => {
+      // Each connection writes its requests in one go, so one read brings several of them and
+      // the server's reads of the five connections interleave.
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => {
+          const from = SOURCES[i % SOURCES.length]!
+          return pipelined(ports.uwsPort, from, 25).then((bodies) => ({ want: rawHex(from), bodies }))
+        })
+      )
+      for (const { want, bodies } of answers) expect(bodies).toEqual(Array<string>(25).fill(want))
     })
 
     it("keeps the right peer for many concurrent and kept-alive connections", async () => {

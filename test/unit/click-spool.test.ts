@@ -55,7 +55,9 @@ describe("click spool", () => {
     buffer.record(...clickOn(linkY), t0 + 1, "2001:db8::1", "curl/8", "https://a.example/x", "FR")
     expect(spool.write(buffer.current)).toBe(true)
     expect(spool.write(buffer.current)).toBe(false)
-    buffer.record(...clickOn(linkX), t0 + 2, v4(192, 0, 2, 1), CHROME, "https://a.example/x", "")
+    // The same IPv4 peer as a number (uWebSockets.js with the peer-address library): the same value.
+    buffer.record(...clickOn(linkX), t0 + 2, 192 * 2 ** 24 + 2 * 256 + 1, CHROME, "https://a.example/x", "")
+    expect(buffer.current.peerValues.values).toEqual(["192.0.2.1", "2001:db8::1"])
     const id = buffer.current.id
     buffer.take() // seals: the rest is written
     expect(files()).toHaveLength(1)

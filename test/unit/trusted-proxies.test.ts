@@ -116,5 +116,11 @@ describe("TRUSTED_PROXIES: the client address is the right-most X-Forwarded-For 
     const fromProxy = { ...ex, remoteAddressRaw: () => new Uint8Array([10, 0, 0, 1]).buffer } as HttpExchange
     expect(visitorAddressOf(proxies)(fromProxy)).toBe("198.51.100.1")
     expect(read).toEqual(["x-forwarded-for"])
+    // An IPv4 peer as a number (uWebSockets.js with the peer-address library): the same rules.
+    const asNumber = (value: number) => ({ ...ex, remoteAddressRaw: () => value }) as HttpExchange
+    expect(visitorAddressOf(proxies)(asNumber(203 * 2 ** 24 + 113 * 256 + 9))).toBe(203 * 2 ** 24 + 113 * 256 + 9)
+    expect(read).toEqual(["x-forwarded-for"])
+    expect(visitorAddressOf(proxies)(asNumber(10 * 2 ** 24 + 1))).toBe("198.51.100.1")
+    expect(read).toEqual(["x-forwarded-for", "x-forwarded-for"])
   })
 })
