@@ -70,7 +70,14 @@ describe.skipIf(peerAddressLibrary === undefined)(
   "peer-address.so: the address a socket was accepted with, kept per descriptor (needs a C compiler)",
   () => {
     let child: ChildProcess
-    let ports: { loaded: boolean; view: boolean; uwsPort: number; netPort: number }
+    let ports: {
+      loaded: boolean
+      view: boolean
+      uwsPort: number
+      netPort: number
+      /** The same uWebSockets.js server in a worker thread. */
+      thread: { view: boolean; uwsPort: number }
+    }
 
     beforeAll(async () => {
       child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/peer-address/server.mjs"], {
@@ -93,6 +100,7 @@ describe.skipIf(peerAddressLibrary === undefined)(
     it("is loaded into the process, with its current-peer view (peer-address-view.node)", () => {
       expect(ports.loaded).toBe(true)
       expect(ports.view).toBe(true)
+      expect(ports.thread.view).toBe(true)
     })
 
     it("answers from its table, not the kernel: a reset connection keeps the address it was accepted with; a new socket under the number has none, after close or close_range", () => {
@@ -138,13 +146,14 @@ describe.skipIf(peerAddressLibrary === undefined)(
       for (const [want, got] of netSeen) expect(got).toBe(want)
     })
 
-    it("gives each of many pipelined requests, on connections from five addresses at once, its own connection's peer", async () => {
+    it("gives each of many pipelined requests, on connections from five addresses at once, its own connection's peer, in the main thread and in a worker thread", async () => {
       // Each connection writes its requests in one go, so one read brings several of them and
-      // the server's reads of the five connections interleave.
+      // the server's reads of the five connections interleave; both threads serve at once.
       const answers = await Promise.all(
-        Array.from({ length: 40 }, (_, i) => {
+        Array.from({ length: 80 }, (_, i) => {
           const from = SOURCES[i % SOURCES.length]!
-          return pipelined(ports.uwsPort, from, 25).then((bodies) => ({ want: rawHex(from), bodies }))
+          const port = i % 2 === 0 ? ports.uwsPort : ports.thread.uwsPort
+          return pipelined(port, from, 25).then((bodies) => ({ want: rawHex(from), bodies }))
         })
       )
       for (const { want, bodies } of answers) expect(bodies).toEqual(Array<string>(25).fill(want))
