@@ -24,9 +24,9 @@ const preloadedLibrary = (): string | undefined => {
 export const peerAddressCacheLoaded = (): boolean => preloadedLibrary() !== undefined
 
 /**
- * The calling thread's current peer, as peer-address.c notes it on every `recv`: element 0 is
- * 4 when element 1 holds the IPv4 address (a.b.c.d as a * 2^24 + … + d) of the connection this
- * thread last read, 0 otherwise. Only a request handler that uWebSockets.js calls on what it
+ * The calling thread's current peer, as peer-address.c notes it on every read (`recv`, `read`,
+ * …): element 0 is 4 when element 1 holds the IPv4 address (a.b.c.d as a * 2^24 + … + d) of
+ * the accepted connection this thread last read, 0 otherwise. Only a request handler that uWebSockets.js calls on what it
  * just read may take it as its own connection's peer (UwsServer.ts does, and only then).
  * Undefined without the library or its addon (infra/http/peer-address-view.c, built beside it
  * by scripts/peer-address.sh where node's headers are).

@@ -295,8 +295,9 @@ export const serveUws = (uws: UwsModule, options: ServeOptions, deadlines: HttpD
           options.handler(exchange)
         } catch (error) {
           options.onError(error)
+        } finally {
+          exchange.serving = false
         }
-        exchange.serving = false
         // Unanswered (it threw, or forgot): uWS aborts the process on a dangling response.
         if (!exchange.ended) {
           try {
