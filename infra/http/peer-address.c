@@ -66,7 +66,9 @@ struct current_peer {
   uint32_t kind;
   uint32_t ipv4;
 };
-static __thread struct current_peer current;
+/* initial-exec: the library is preloaded, so its TLS is in the static block and each read
+ * reaches the note without a call to __tls_get_addr. */
+static __thread struct current_peer current __attribute__((tls_model("initial-exec")));
 
 /* This thread's note (its address is fixed for the thread's life): for peer-address-view.c. */
 struct current_peer *peer_address_current(void) { return &current; }
