@@ -19,11 +19,16 @@
  *              mostly its getpeername(2);
  *   `table+syscall` the table and that system call;
  *   `table+buffer`  the table and a new 4-byte ArrayBuffer per request: what the address read
- *              allocates, without its system call.
+ *              allocates, without its system call;
+ *   `view`     reads the peer's address from the current-peer view (infra/http/PeerAddress.ts:
+ *              needs infra/http/peer-address.c preloaded and its addon built), as the redirector
+ *              does, with no call into uWebSockets.js; refuses to start without the view;
+ *   `table+view` the table and that read.
  * Default: none of these.
  */
 import * as fs from "node:fs"
 import { loadUws } from "../infra/http/HttpServer.js"
+import { currentPeerView } from "../infra/http/PeerAddress.js"
 import { scaleTable } from "./scale-links.js"
 
 const port = Number(process.argv[2] ?? process.env.BARE_PORT ?? 18491)
@@ -47,9 +52,25 @@ const LOCATION_NAME = Buffer.from("Location")
 const CACHE_CONTROL = Buffer.from("Cache-Control")
 const NO_STORE = Buffer.from("private, no-store")
 const mode = process.env.BARE_MODE ?? ""
-if (!["", "address", "table", "table+address", "syscall", "table+syscall", "table+buffer"].includes(mode)) {
+const MODES = [
+  "",
+  "address",
+  "table",
+  "table+address",
+  "syscall",
+  "table+syscall",
+  "table+buffer",
+  "view",
+  "table+view"
+]
+if (!MODES.includes(mode)) {
+  process.stderr.write(`bench/bare-uws.ts: BARE_MODE must be one of ${MODES.slice(1).join(", ")}, not ${mode}\n`)
+  process.exit(1)
+}
+const view = mode.includes("view") ? currentPeerView() : undefined
+if (mode.includes("view") && view === undefined) {
   process.stderr.write(
-    `bench/bare-uws.ts: BARE_MODE must be address, table, table+address, syscall, table+syscall or table+buffer, not ${mode}\n`
+    "bench/bare-uws.ts: BARE_MODE=view needs the peer-address library preloaded and its view built\n"
   )
   process.exit(1)
 }
@@ -68,6 +89,7 @@ const app = uws.App().any("/*", (res, req) => {
     if (row >= 0) location = table.location(row)
   }
   if (readAddress) addressBytes += res.getRemoteAddress().byteLength
+  if (view !== undefined) addressBytes += view[0] === 4 ? view[1]! & 1 : res.getRemoteAddress().byteLength
   if (devNull >= 0) fs.writeSync(devNull, oneByte, 0, 1)
   if (newBuffer) addressBytes += new ArrayBuffer(4).byteLength
   res.writeStatus(FOUND).writeHeader(LOCATION_NAME, location).writeHeader(CACHE_CONTROL, NO_STORE).end()

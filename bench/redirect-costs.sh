@@ -20,6 +20,11 @@
 #                   (infra/http/peer-address.c, as scripts/redirector.sh starts it): no system call
 #   table+address+cache-one, table+address+cache    the table and the cached address read, /s1
 #                   and random paths (skipped, with the address+cache phase, without a C compiler)
+#   address+view    the address read from the library's current-peer view instead (its Node-API
+#                   addon, infra/http/peer-address-view.c, as the redirector reads it): no call
+#                   into uWebSockets.js, nothing allocated
+#   table+address+view-one, table+address+view    the table and that read, /s1 and random paths
+#                   (skipped, with the address+view phase, where the addon could not be built)
 # Every phase sends the same requests as wrk builds them (bench/redirect.lua with
 # BENCH_RANDOM), so the difference between two phases is the server's. BENCH_ROUNDS rounds
 # (default 3); within a round the phases take turns in BENCH_SLICES slices (default 5, fewer
@@ -40,7 +45,8 @@
 # the same with the other system call or the buffer in place of the address read
 # ("random_with_syscall_us", "random_with_buffer_us", "random_vs_one_with_syscall",
 # "random_vs_one_with_buffer"); with the cache: "address_cached_us" (address+cache minus bare),
-# "random_with_cached_address_us" and "random_vs_one_with_cached_address" (null without it).
+# "random_with_cached_address_us" and "random_vs_one_with_cached_address" (null without it); with
+# the view: "address_view_us", "random_with_view_address_us" and "random_vs_one_with_view_address".
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect-costs.sh
@@ -55,6 +61,13 @@ PRELOADS=("" "" "" "" "" "" "")
 if PEER_SO=$(sh scripts/peer-address.sh); then
   MODES+=(address table+address)
   PRELOADS+=("$PEER_SO" "$PEER_SO")
+  # And with its view, where the addon was built beside it.
+  if [ -f "$(dirname "$PEER_SO")/peer-address-view.node" ]; then
+    MODES+=(view table+view)
+    PRELOADS+=("$PEER_SO" "$PEER_SO")
+  else
+    log "bench: no current-peer view (see above): its phases are skipped"
+  fi
 else
   log "bench: no peer-address cache (see above): its phases are skipped"
 fi
@@ -68,7 +81,7 @@ cleanup() {
   resume_all
   for pid in "${PIDS[@]}"; do stop_pid "$pid" 10; done
   bench_finish "$status" server-0.log server-1.log server-2.log server-3.log server-4.log server-5.log server-6.log \
-    server-7.log server-8.log
+    server-7.log server-8.log server-9.log server-10.log
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -99,6 +112,11 @@ RANDOMS=("$LINKS" "$LINKS" "$LINKS" 1 "$LINKS" 1 "$LINKS" 1 "$LINKS" 1 "$LINKS")
 if [ "${#MODES[@]}" -gt 7 ]; then
   NAMES+=(address+cache table+address+cache-one table+address+cache)
   SERVERS+=(7 8 8)
+  RANDOMS+=("$LINKS" 1 "$LINKS")
+fi
+if [ "${#MODES[@]}" -gt 9 ]; then
+  NAMES+=(address+view table+address+view-one table+address+view)
+  SERVERS+=(9 10 10)
   RANDOMS+=("$LINKS" 1 "$LINKS")
 fi
 
@@ -141,9 +159,11 @@ node -e '
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
   const cached = "address+cache" in rounds[0]
+  const viewed = "address+view" in rounds[0]
   const names = ["bare", "address", "syscall", "table-one", "table-random", "table+address-one", "table+address",
     "table+syscall-one", "table+syscall", "table+buffer-one", "table+buffer",
-    ...(cached ? ["address+cache", "table+address+cache-one", "table+address+cache"] : [])]
+    ...(cached ? ["address+cache", "table+address+cache-one", "table+address+cache"] : []),
+    ...(viewed ? ["address+view", "table+address+view-one", "table+address+view"] : [])]
   const cpu = (n) => median(rounds.map((r) => (r[n].server_ticks / Number(hz)) * 1e6 / r[n].requests))
   const out = {}
   for (const n of names) {
@@ -166,9 +186,13 @@ node -e '
   out.address_cached_us = cached ? extraUs("address+cache", "bare") : null
   out.random_with_cached_address_us = cached ? extraUs("table+address+cache", "table+address+cache-one") : null
   out.random_vs_one_with_cached_address = cached ? randomRatio("table+address+cache", "table+address+cache-one") : null
+  out.address_view_us = viewed ? extraUs("address+view", "bare") : null
+  out.random_with_view_address_us = viewed ? extraUs("table+address+view", "table+address+view-one") : null
+  out.random_vs_one_with_view_address = viewed ? randomRatio("table+address+view", "table+address+view-one") : null
   console.log(`with the address read too: random paths cost ${out.random_with_address_us} us a request more than /s1; req/s random/one ${out.random_vs_one_with_address} (without the address read ${out.random_vs_one})`)
   console.log(`with the other system call instead: ${out.random_with_syscall_us} us more, req/s random/one ${out.random_vs_one_with_syscall}; with a new ArrayBuffer instead: ${out.random_with_buffer_us} us more, req/s random/one ${out.random_vs_one_with_buffer}`)
   console.log(`the address read: ${out.address_us} us a request; one other system call: ${out.syscall_us} us a request; a random path over the table instead of one: ${out.random_table_us} us a request (table-random/table-one req/s ${(out["table-random_rps"] / out["table-one_rps"]).toFixed(3)})`)
   if (cached) console.log(`with the peer-address cache: the address read ${out.address_cached_us} us a request; random paths ${out.random_with_cached_address_us} us more than /s1, req/s random/one ${out.random_vs_one_with_cached_address}`)
+  if (viewed) console.log(`from the current-peer view: the address read ${out.address_view_us} us a request; random paths ${out.random_with_view_address_us} us more than /s1, req/s random/one ${out.random_vs_one_with_view_address}`)
   console.log(JSON.stringify(out))
 ' "$HZ" "${RUNS[@]}"
