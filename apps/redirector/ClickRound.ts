@@ -176,24 +176,20 @@ export class ClickRound {
   }
 
   private peerOf(peer: RawPeer): number {
-    if (typeof peer === "number") {
-      // An IPv4 address as a number: the same key as its bytes' (ipv4Key, an int32).
-      const key = peer | 0
-      let i = this.peerByV4.get(key)
-      if (i === undefined) {
-        i = this.peerValues.of(ipv4Text(peer))
-        this.peerByV4.set(key, i)
-      }
-      return i
-    }
     if (typeof peer === "string") return this.peerValues.of(peer)
+    // An IPv4 address as a number: the same int32 key as its bytes give (ipv4Key).
+    if (typeof peer === "number") return this.peerOfV4(peer | 0)
     const bytes = new Uint8Array(peer)
     const v4 = ipv4Key(bytes)
-    if (v4 === undefined) return this.peerValues.of(ipText(bytes))
-    let i = this.peerByV4.get(v4)
+    return v4 === undefined ? this.peerValues.of(ipText(bytes)) : this.peerOfV4(v4)
+  }
+
+  /** The index of the IPv4 address `key` (ipv4Key's int32): formatted once a round. */
+  private peerOfV4(key: number): number {
+    let i = this.peerByV4.get(key)
     if (i === undefined) {
-      i = this.peerValues.of(ipText(bytes))
-      this.peerByV4.set(v4, i)
+      i = this.peerValues.of(ipv4Text(key))
+      this.peerByV4.set(key, i)
     }
     return i
   }

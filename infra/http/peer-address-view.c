@@ -2,7 +2,7 @@
  * A Node-API addon beside the peer-address preload library (peer-address.c): its exports'
  * `current` is an ArrayBuffer of 8 bytes over the calling thread's note of its current peer
  * (`peer_address_current`: a u32 kind, 4 for IPv4, then the IPv4 address as a u32), which the
- * library rewrites on every `recv`. infra/http/PeerAddress.ts loads it once per thread that
+ * library rewrites on every read (`recv`, `read`, …). infra/http/PeerAddress.ts loads it once per thread that
  * serves; a request handler then reads the peer's address as two array elements, with no call
  * into uWebSockets.js and nothing allocated.
  *

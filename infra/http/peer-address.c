@@ -31,7 +31,8 @@
  * before it reads any other socket: so while a handler runs, the note is its own connection's
  * peer. `read`, `readv`, `recvfrom` and `recvmsg` note their descriptor the same way, so the
  * note follows the last read of any kind (libuv's reads of its own sockets say none), and a
- * uSockets that read with another of these calls would still leave the right note. infra/http/peer-address-view.c hands a request handler a view of this note
+ * uSockets that read with another of these calls would still leave the right note.
+ * infra/http/peer-address-view.c hands a request handler a view of this note
  * (`peer_address_current`), so the handler reads the address without a call into the
  * uWebSockets.js binding and without the ArrayBuffer that call allocates (UwsServer.ts reads
  * it only while the handler runs, and only then).
@@ -60,7 +61,7 @@ struct entry {
 
 static struct entry table[TABLE_SIZE];
 
-/* The peer of the socket this thread last read with recv: `kind` 4 with the IPv4 address as a
+/* The peer of the socket this thread last read (recv, read, …): `kind` 4 with the IPv4 address as a
  * number in host order (a.b.c.d as a * 2^24 + b * 2^16 + c * 2^8 + d), or 0 when not kept. */
 struct current_peer {
   uint32_t kind;
@@ -76,11 +77,17 @@ struct current_peer *peer_address_current(void) { return &current; }
 static int (*real_accept)(int, struct sockaddr *, socklen_t *);
 static int (*real_accept4)(int, struct sockaddr *, socklen_t *, int);
 static int (*real_getpeername)(int, struct sockaddr *, socklen_t *);
+/* The read calls are resolved at their first use, not in the constructor: other libraries'
+ * constructors may read before this one runs. */
 static ssize_t (*real_recv)(int, void *, size_t, int);
 static ssize_t (*real_recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
 static ssize_t (*real_recvmsg)(int, struct msghdr *, int);
 static ssize_t (*real_read)(int, void *, size_t);
 static ssize_t (*real_readv)(int, const struct iovec *, int);
+#define RESOLVE(name)                                              \
+  do {                                                             \
+    if (real_##name == NULL) real_##name = dlsym(RTLD_NEXT, #name); \
+  } while (0)
 static int (*real_close)(int);
 static int (*real_dup2)(int, int);
 static int (*real_dup3)(int, int, int);
@@ -94,11 +101,6 @@ __attribute__((constructor)) static void peer_address_init(void) {
   real_accept = dlsym(RTLD_NEXT, "accept");
   real_accept4 = dlsym(RTLD_NEXT, "accept4");
   real_getpeername = dlsym(RTLD_NEXT, "getpeername");
-  real_recv = dlsym(RTLD_NEXT, "recv");
-  real_recvfrom = dlsym(RTLD_NEXT, "recvfrom");
-  real_recvmsg = dlsym(RTLD_NEXT, "recvmsg");
-  real_read = dlsym(RTLD_NEXT, "read");
-  real_readv = dlsym(RTLD_NEXT, "readv");
   real_close = dlsym(RTLD_NEXT, "close");
   real_dup2 = dlsym(RTLD_NEXT, "dup2");
   real_dup3 = dlsym(RTLD_NEXT, "dup3");
@@ -178,31 +180,31 @@ static void note_current(int fd) {
 
 ssize_t recv(int fd, void *buffer, size_t length, int flags) {
   note_current(fd);
-  if (real_recv == NULL) real_recv = dlsym(RTLD_NEXT, "recv"); /* called before the constructor ran */
+  RESOLVE(recv);
   return real_recv(fd, buffer, length, flags);
 }
 
 ssize_t recvfrom(int fd, void *buffer, size_t length, int flags, struct sockaddr *address, socklen_t *address_length) {
   note_current(fd);
-  if (real_recvfrom == NULL) real_recvfrom = dlsym(RTLD_NEXT, "recvfrom"); /* called before the constructor ran */
+  RESOLVE(recvfrom);
   return real_recvfrom(fd, buffer, length, flags, address, address_length);
 }
 
 ssize_t recvmsg(int fd, struct msghdr *message, int flags) {
   note_current(fd);
-  if (real_recvmsg == NULL) real_recvmsg = dlsym(RTLD_NEXT, "recvmsg"); /* called before the constructor ran */
+  RESOLVE(recvmsg);
   return real_recvmsg(fd, message, flags);
 }
 
 ssize_t read(int fd, void *buffer, size_t length) {
   note_current(fd);
-  if (real_read == NULL) real_read = dlsym(RTLD_NEXT, "read"); /* called before the constructor ran */
+  RESOLVE(read);
   return real_read(fd, buffer, length);
 }
 
 ssize_t readv(int fd, const struct iovec *vectors, int count) {
   note_current(fd);
-  if (real_readv == NULL) real_readv = dlsym(RTLD_NEXT, "readv"); /* called before the constructor ran */
+  RESOLVE(readv);
   return real_readv(fd, vectors, count);
 }
 
