@@ -61,12 +61,15 @@ describe("GET {base_url}/docs and /asyncapi.json (no key)", () => {
 describe.skipIf(!hasChromium)("the reference page in headless Chromium (skipped without chromium)", () => {
   let browser: Browser
   beforeAll(async () => {
+    // A busy 2-core machine (the snapshot tests start Chromium too) can take longer than
+    // puppeteer's default 30 s to start it: a generous deadline, as test/e2e/snapshot-browser.test.ts has.
     browser = await puppeteer.launch({
       executablePath: CHROMIUM,
       headless: true,
+      timeout: 120_000,
       args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
     })
-  })
+  }, 180_000)
   afterAll(() => browser?.close())
 
   it("renders the operations and makes no request off its host", { timeout: 120_000 }, async () => {
