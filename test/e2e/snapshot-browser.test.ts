@@ -28,6 +28,8 @@ describe.skipIf(!hasChromium)(
       browser = await puppeteer.launch({
         executablePath: CHROMIUM,
         headless: true,
+        // puppeteer's default 30 s to start Chromium is short on a busy 2-core machine.
+        timeout: 120_000,
         args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
       })
     }, 180_000)
