@@ -13,6 +13,12 @@
 #     rounds; within a round the phases take turns in BENCH_SLICES slices (as in
 #     bench/redirect.sh), so a fast or slow spell of the machine falls on all of them; each
 #     ratio is the median of the rounds;
+#   - `scale-hot`: the same million-link redirector, capture on, with a random slug among the
+#     first BENCH_HOT_LINKS (default 1,000) only, whose buckets stay in the CPU's caches: every
+#     click is still on another link than the one before (capture's work for it is the same),
+#     but the lookup seldom misses. So scale's extra over one splits in two: scale over
+#     scale-hot is the lookup's cache misses, scale-hot over one is click capture's work for a
+#     click on another link each time (docs/redirect-tier.md);
 #   - per phase, the CPU per request of the server, of the service (its PostgreSQL) and of
 #     the rest of the machine (wrk, the kernel's loopback).
 # Only the redirectors are measured: the service's own process (API, workers, chDB) is stopped
@@ -23,15 +29,15 @@
 #   bash bench/redirect-scale.sh          (or: npm run bench:redirect-scale)
 #
 # Targets: ready within 10 s, at most 500 MB RSS for the table, scale/one >= 0.95.
-# Tunables: BENCH_LINKS, BENCH_DURATION (s per phase and round, default 10), BENCH_SLICES,
+# Tunables: BENCH_LINKS, BENCH_HOT_LINKS, BENCH_DURATION (s per phase and round, default 10), BENCH_SLICES,
 # BENCH_WARMUP (s, default 3), BENCH_FIRST_WARMUP (s per server, default 15), BENCH_ROUNDS
 # (default 3), BENCH_THREADS
 # (default 1), BENCH_CONNECTIONS (default 64), BENCH_NICE (niceness of the service, default
 # 10), BENCH_KEEP=1, BENCH_CPU_PROF=DIR (CPU profiles of the two redirectors with capture on). The last line on stdout is one JSON object:
 #   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "load_huge_mb", "idle_rss_mb", "idle_one_rss_mb", "table_rss_mb",
 #    "rss_mb", "one_rss_mb", "bare_rps",
-#    "one_rps", "scale_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
-#    "scale_vs_one_nocapture", per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us"}
+#    "one_rps", "scale_rps", "scale_hot_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
+#    "scale_vs_one_nocapture", "scale_vs_hot", "hot_vs_one", per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us"}
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect-scale.sh
@@ -40,6 +46,9 @@ BENCH_NAME=bench/redirect-scale.sh
 bench_start 15 3 shortlinks-bench-scale
 LINKS=${BENCH_LINKS:-1000000}
 [[ $LINKS =~ ^[1-9][0-9]*$ ]] || die "BENCH_LINKS must be a positive integer"
+HOT_LINKS=${BENCH_HOT_LINKS:-1000}
+[[ $HOT_LINKS =~ ^[1-9][0-9]*$ ]] && [ "$HOT_LINKS" -le "$LINKS" ] ||
+  die "BENCH_HOT_LINKS must be a positive integer, at most BENCH_LINKS"
 ALL_PID="" BARE_PID="" ONE_PID="" SCALE_PID="" ONE_OFF_PID="" SCALE_OFF_PID=""
 
 cleanup() {
@@ -137,11 +146,12 @@ phase() {
     -c"$CONNECTIONS" -d"$4s" --latency -s bench/redirect.lua "http://127.0.0.1:$2" || die "wrk $1 failed"
 }
 deprioritize "$ALL_PID" "$NICE"
-# The phases: each one's server (port and pid) and paths (/s1 only, or /s1 … /sN).
-NAMES=(bare one scale one-off scale-off)
-declare -A PORT_OF=([bare]=$BARE_PORT [one]=$ONE_PORT [scale]=$SCALE_PORT [one-off]=$ONE_OFF_PORT [scale-off]=$SCALE_OFF_PORT)
-declare -A PID_OF=([bare]=$BARE_PID [one]=$ONE_PID [scale]=$SCALE_PID [one-off]=$ONE_OFF_PID [scale-off]=$SCALE_OFF_PID)
-declare -A LINKS_OF=([bare]=$LINKS [one]=1 [scale]=$LINKS [one-off]=1 [scale-off]=$LINKS)
+# The phases: each one's server (port and pid) and paths (/s1 only, /s1 … /sN, or the first
+# BENCH_HOT_LINKS of them on the million-link redirector: scale-hot).
+NAMES=(bare one scale scale-hot one-off scale-off)
+declare -A PORT_OF=([bare]=$BARE_PORT [one]=$ONE_PORT [scale]=$SCALE_PORT [scale-hot]=$SCALE_PORT [one-off]=$ONE_OFF_PORT [scale-off]=$SCALE_OFF_PORT)
+declare -A PID_OF=([bare]=$BARE_PID [one]=$ONE_PID [scale]=$SCALE_PID [scale-hot]=$SCALE_PID [one-off]=$ONE_OFF_PID [scale-off]=$SCALE_OFF_PID)
+declare -A LINKS_OF=([bare]=$LINKS [one]=1 [scale]=$LINKS [scale-hot]=$HOT_LINKS [one-off]=1 [scale-off]=$LINKS)
 log "bench: first warm-up, ${FIRST_WARMUP}s per server; then $ROUNDS rounds, in each every phase in $SLICES slices of ${SLICE}s taken in turns"
 for name in "${NAMES[@]}"; do phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$FIRST_WARMUP" "$TMP/warm-$name.txt"; done
 RSS_SCALE=$(rss_mb "$SCALE_PID")
@@ -192,24 +202,29 @@ node -e '
     load_rss_mb: Number(loadRss), load_huge_mb: loadHuge === "" ? null : Number(loadHuge),
     idle_rss_mb: Number(idleScale), idle_one_rss_mb: Number(idleOne), table_rss_mb: Number(idleScale) - Number(idleOne),
     rss_mb: Number(rssScale), one_rss_mb: Number(rssOne),
-    bare_rps: f(rps("bare"), 1), one_rps: f(rps("one"), 1), scale_rps: f(rps("scale"), 1),
+    bare_rps: f(rps("bare"), 1), one_rps: f(rps("one"), 1), scale_rps: f(rps("scale"), 1), scale_hot_rps: f(rps("scale-hot"), 1),
     one_off_rps: f(rps("one-off"), 1), scale_off_rps: f(rps("scale-off"), 1),
     scale_ratio: f(ratio("scale", "bare"), 4), one_ratio: f(ratio("one", "bare"), 4), scale_vs_one: f(ratio("scale", "one"), 4),
-    scale_vs_one_nocapture: f(ratio("scale-off", "one-off"), 4)
+    scale_vs_one_nocapture: f(ratio("scale-off", "one-off"), 4),
+    scale_vs_hot: f(ratio("scale", "scale-hot"), 4), hot_vs_one: f(ratio("scale-hot", "one"), 4)
   }
   // CPU per request in µs (median of the rounds): the server, the service, the rest (wrk).
   // (A process that ends during a phase, a PostgreSQL autovacuum worker, takes its ticks along:
   // the service share can come out a little below what it was, never below 0 here.)
   const cpu = (a, field) => Math.max(0, median(rounds.map((r) => (r[a][field] / r[a].hz) * 1e6 / r[a].requests)))
-  const names = ["bare", "one", "scale", "one-off", "scale-off"]
+  const names = ["bare", "one", "scale", "scale-hot", "one-off", "scale-off"]
   for (const name of names) {
     out[`${name}_cpu_us`] = f(cpu(name, "server_ticks"), 2)
     out[`${name}_service_cpu_us`] = f(cpu(name, "service_ticks"), 2)
     out[`${name}_other_cpu_us`] = f(median(rounds.map((r) => ((r[name].busy_ticks - r[name].server_ticks - r[name].service_ticks) / r[name].hz) * 1e6 / r[name].requests)), 2)
   }
   const list = (a, b) => rounds.map((r) => (r[a].rps / r[b].rps).toFixed(3)).join(", ")
-  console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}; capture off: scale/one ${list("scale-off", "one-off")}`)
+  console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}; capture off: scale/one ${list("scale-off", "one-off")}; scale/scale-hot ${list("scale", "scale-hot")}; scale-hot/one ${list("scale-hot", "one")}`)
   console.log(names.map((n) => `${n}: ${out[`${n}_cpu_us`]} us of its own CPU per request, service ${out[`${n}_service_cpu_us`]}, the rest (wrk) ${out[`${n}_other_cpu_us`]}`).join("; "))
+  // Where the extra CPU of a random link goes (medians of the rounds: the parts need not add up exactly).
+  const extra = (a, b) => f(out[`${a}_cpu_us`] - out[`${b}_cpu_us`], 2)
+  console.log(`a random link of ${links} over one link: ${extra("scale", "one")} us more of the redirector CPU a request: ` +
+    `the cache misses of the lookup ${extra("scale", "scale-hot")} (scale over scale-hot), the work of click capture for a click on another link each time ${extra("scale-hot", "one")} (scale-hot over one); with capture off a random link costs ${extra("scale-off", "one-off")} more (scale-off over one-off)`)
   console.log(`ready ${out.ready_s} s after spawn (load ${out.load_ms} ms; target 10 s), RSS ${out.idle_rss_mb} MB idle (table ${out.table_rss_mb} MB; target <= 500), ${out.rss_mb} MB after the warm-up, scale/one ${out.scale_vs_one} (target >= 0.95; ${out.scale_vs_one_nocapture} with click capture off)`)
   console.log(JSON.stringify(out))
 ' "$LINKS" "$READY_MS" "$LOAD_MS" "$LOAD_CPU_MS" "$LOAD_RSS" "$LOAD_HUGE" "$IDLE_RSS_SCALE" "$IDLE_RSS_ONE" "$RSS_SCALE" "$RSS_ONE" "${RUNS[@]}"

@@ -11,9 +11,13 @@ SO=.build/peer-address.so
 SRC=infra/http/peer-address.c
 if [ ! -f "$SO" ] || [ "$SRC" -nt "$SO" ]; then
   mkdir -p .build 2>/dev/null
+  if ! command -v "${CC:-cc}" >/dev/null 2>&1; then
+    echo "scripts/peer-address.sh: could not build $SO: no C compiler (${CC:-cc}; apt-get install gcc libc6-dev)" >&2
+    exit 1
+  fi
   if ! { ${CC:-cc} -O2 -Wall -Werror -shared -fPIC -o "$SO.$$" "$SRC" -ldl && mv "$SO.$$" "$SO"; }; then
     rm -f "$SO.$$"
-    echo "scripts/peer-address.sh: could not build $SO (it needs a C compiler: apt-get install gcc)" >&2
+    echo "scripts/peer-address.sh: could not build $SO: ${CC:-cc} failed on $SRC (its message is above)" >&2
     exit 1
   fi
 fi
