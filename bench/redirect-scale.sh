@@ -15,8 +15,8 @@
 #     ratio is the median of the rounds;
 #   - `scale-hot`: the same million-link redirector, capture on, with a random slug among the
 #     first BENCH_HOT_LINKS (default 1,000) only, whose buckets stay in the CPU's caches: every
-#     click is still on another link than the one before (capture's work for it is the same),
-#     but the lookup seldom misses. So scale's extra over one splits in two: scale over
+#     click is still on another link than the one before (capture's work for it is nearly the
+#     same: an event's list of links holds at most those links), but the lookup seldom misses. So scale's extra over one splits in two: scale over
 #     scale-hot is the lookup's cache misses, scale-hot over one is click capture's work for a
 #     click on another link each time (docs/redirect-tier.md);
 #   - per phase, the CPU per request of the server, of the service (its PostgreSQL) and of

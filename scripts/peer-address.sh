@@ -11,7 +11,9 @@ SO=.build/peer-address.so
 SRC=infra/http/peer-address.c
 if [ ! -f "$SO" ] || [ "$SRC" -nt "$SO" ]; then
   mkdir -p .build 2>/dev/null
-  if ! command -v "${CC:-cc}" >/dev/null 2>&1; then
+  COMPILER=${CC:-cc}
+  # Its first word: CC may carry a wrapper or flags ("ccache gcc").
+  if ! command -v "${COMPILER%% *}" >/dev/null 2>&1; then
     echo "scripts/peer-address.sh: could not build $SO: no C compiler (${CC:-cc}; apt-get install gcc libc6-dev)" >&2
     exit 1
   fi
