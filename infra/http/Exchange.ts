@@ -43,12 +43,6 @@ export interface DeferredAnswer extends HttpAnswer {
 }
 
 /**
- * One request and its answer. A handler answers at once (the fast path: everything read and
- * the answer ended before it returns; the uWebSockets.js request lives on the stack of the
- * call and its exchange object is reused for the next request), or calls `defer` or
- * `readBody` before it returns and answers later through what they give.
- */
-/**
  * A peer's address as an engine gives it cheapest: an IPv4 address as a number (a.b.c.d as
  * a * 2^24 + b * 2^16 + c * 2^8 + d: uWebSockets.js with the peer-address library's current
  * peer, PeerAddress.ts), 4 or 16 bytes (uWebSockets.js otherwise; `ipText` formats them) or
@@ -56,6 +50,12 @@ export interface DeferredAnswer extends HttpAnswer {
  */
 export type RawPeer = number | ArrayBuffer | string
 
+/**
+ * One request and its answer. A handler answers at once (the fast path: everything read and
+ * the answer ended before it returns; the uWebSockets.js request lives on the stack of the
+ * call and its exchange object is reused for the next request), or calls `defer` or
+ * `readBody` before it returns and answers later through what they give.
+ */
 export interface HttpExchange extends HttpAnswer {
   /** As sent, upper case for every real client: "GET", "HEAD", … */
   readonly method: string
