@@ -9,6 +9,61 @@ import type { ClickRound } from "./ClickRound.js"
 export const MAX_EVENT_LIST_CHARS = 400_000
 
 /**
+ * Small non-negative integers (link numbers) to the order they were first seen in (0, 1, …):
+ * open addressing over one Int32Array of (number + 1, index) pairs, at most half full. An
+ * event's links are up to thousands of link numbers in no order; a Map of them is a chain of
+ * objects that misses the CPU's caches at nearly each new link, these pairs are a few hundred
+ * KB at most, in one piece.
+ */
+export class FirstSeen {
+  /** Pairs of (number + 1, index); 0: an empty slot. */
+  private slots = new Int32Array(2 * 64)
+  /** Slots - 1 (a power of 2 minus 1). */
+  private mask = 63
+  /** 32 - log2(slots): the multiplicative hash's high bits pick the slot. */
+  private shift = 26
+  size = 0
+
+  /** The index of `n` (0 <= n < 2^31 - 1), the next one if it is new. */
+  indexOf(n: number): number {
+    const slots = this.slots
+    const key = n + 1
+    let s = Math.imul(key, 0x9e3779b1) >>> this.shift
+    for (;;) {
+      const k = slots[2 * s]!
+      if (k === key) return slots[2 * s + 1]!
+      if (k === 0) break
+      s = (s + 1) & this.mask
+    }
+    const i = this.size++
+    slots[2 * s] = key
+    slots[2 * s + 1] = i
+    if (2 * this.size > this.mask) this.grow()
+    return i
+  }
+
+  private grow() {
+    const old = this.slots
+    this.mask = 2 * this.mask + 1
+    this.shift--
+    this.slots = new Int32Array(2 * (this.mask + 1))
+    for (let j = 0; j < old.length; j += 2) {
+      const key = old[j]!
+      if (key === 0) continue
+      let s = Math.imul(key, 0x9e3779b1) >>> this.shift
+      while (this.slots[2 * s] !== 0) s = (s + 1) & this.mask
+      this.slots[2 * s] = key
+      this.slots[2 * s + 1] = old[j + 1]!
+    }
+  }
+
+  clear() {
+    if (this.size > 0) this.slots.fill(0)
+    this.size = 0
+  }
+}
+
+/**
  * One account's clicks of a round, column by column (AccountClickColumnsData,
  * domain/Events.ts): per click its link's index, its time (after the click before it in
  * the event, whatever its link) and the indexes of its values in the event's lists, which
@@ -31,7 +86,7 @@ export class ClickGroup {
   private linkJson = Buffer.allocUnsafe(256)
   private linkJsonEnd = 0
   /** Link number (ClickRound.runLink) to its index in the event's list. */
-  readonly links = new Map<number, number>()
+  readonly links = new FirstSeen()
   readonly countries = new Map<string, number>()
   readonly referrers = new Map<string, number>()
   readonly visitors = new Map<string, number>()
@@ -47,10 +102,9 @@ export class ClickGroup {
   }
   /** The index in the event of the link of `round`'s run `r`, whose number is `link`. */
   linkIndex(link: number, round: ClickRound, r: number) {
-    let i = this.links.get(link)
-    if (i === undefined) {
-      i = this.links.size
-      this.links.set(link, i)
+    const known = this.links.size
+    const i = this.links.indexOf(link)
+    if (i === known) {
       const from = round.linkIdAt(r)
       const n = round.linkIdLength(r)
       // `,"id"`: the id's bytes (ids are visible ASCII: `storableId`) take at most 2 characters each.
