@@ -10,18 +10,20 @@ export const MAX_EVENT_LIST_CHARS = 400_000
 
 /**
  * Small non-negative integers (link numbers) to the order they were first seen in (0, 1, …):
- * open addressing over one Int32Array of (number + 1, index) pairs, at most half full. An
- * event's links are up to thousands of link numbers in no order; a Map of them is a chain of
- * objects that misses the CPU's caches at nearly each new link, these pairs are a few hundred
- * KB at most, in one piece.
+ * open addressing over one array of (number + 1, index) pairs, at most half full. An event's
+ * links are up to thousands of link numbers in no order; a Map of them is a chain of objects
+ * that misses the CPU's caches at nearly each new link, these pairs are a few hundred KB at
+ * most, in one piece. A plain array of small integers, not a typed array: a round makes one
+ * per account, and V8 allocates a typed array of more than 64 bytes outside its heap, at
+ * ~0.6 µs each (bench/click-link-index.ts).
  */
 export class FirstSeen {
   /** Pairs of (number + 1, index); 0: an empty slot. */
-  private slots = new Int32Array(2 * 64)
+  private slots: Array<number> = new Array(2 * 8).fill(0)
   /** Slots - 1 (a power of 2 minus 1). */
-  private mask = 63
+  private mask = 7
   /** 32 - log2(slots): the multiplicative hash's high bits pick the slot. */
-  private shift = 26
+  private shift = 29
   size = 0
 
   /** The index of `n` (0 <= n < 2^31 - 1), the next one if it is new. */
@@ -46,7 +48,7 @@ export class FirstSeen {
     const old = this.slots
     this.mask = 2 * this.mask + 1
     this.shift--
-    this.slots = new Int32Array(2 * (this.mask + 1))
+    this.slots = new Array(2 * (this.mask + 1)).fill(0)
     for (let j = 0; j < old.length; j += 2) {
       const key = old[j]!
       if (key === 0) continue
