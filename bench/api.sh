@@ -73,18 +73,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port API_PORT "${BENCH_API_PORT:-18480}"
+# The service's environment: its ports, embedded engines under the temporary DATA_DIR.
+service_env "${BENCH_API_PORT:-18480}"
 free_port BARE_PORT "${BENCH_BARE_PORT:-18490}"
-# The service may open more listeners; keep them off anything already running too.
-free_port SHORT_PORT $((API_PORT + 1))
-free_port MEDIA_PORT $((SHORT_PORT + 1))
-free_port SNAPSHOT_PORT $((MEDIA_PORT + 1))
-API=http://127.0.0.1:$API_PORT
-
-# The service's environment: embedded engines under the temporary DATA_DIR.
-unset DATABASE_URL
-export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT SNAPSHOT_PORT LOG_LEVEL=Warn
-export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
 # The bench account's plan: request rate and link quota out of reach, so the rate limiter and
 # the usage counter run on every request (they are part of what is measured) but never refuse.
 export PLANS='{"bench":{"requests_per_second":1000000000,"request_burst":1000000000,"links_per_month":1000000000000}}'

@@ -47,16 +47,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port API_PORT 18680
-free_port SHORT_PORT 18681
-free_port MEDIA_PORT 18682
-free_port WORKERS_PORT 18683
-free_port SNAPSHOT_PORT 18684
-API=http://127.0.0.1:$API_PORT
-
-unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL S3_BUCKET
-export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT WORKERS_PORT SNAPSHOT_PORT LOG_LEVEL=Warn IMAGE_CLASSIFIER=none
-export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
+service_env 18680
+unset S3_BUCKET
+export IMAGE_CLASSIFIER=none
 
 start=$(date +%s)
 node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &

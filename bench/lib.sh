@@ -31,6 +31,23 @@ free_port() {
   printf -v "$1" '%s' "$p"
 }
 
+# service_env FIRST: the service's environment for a benchmark. Free ports from FIRST for
+# every server the service (apps/all/main.ts) or a workers process opens (API_PORT,
+# SHORT_PORT, MEDIA_PORT, SNAPSHOT_PORT, WORKERS_PORT), exported with its public bases;
+# embedded engines under DATA_DIR_BENCH (no DATABASE_URL, KAFKA_BROKERS or CLICKHOUSE_URL from
+# the caller's environment), LOG_LEVEL=Warn; API: the API's address.
+service_env() {
+  free_port API_PORT "$1"
+  free_port SHORT_PORT $((API_PORT + 1))
+  free_port MEDIA_PORT $((SHORT_PORT + 1))
+  free_port SNAPSHOT_PORT $((MEDIA_PORT + 1))
+  free_port WORKERS_PORT $((SNAPSHOT_PORT + 1))
+  API=http://127.0.0.1:$API_PORT
+  unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL
+  export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT SNAPSHOT_PORT WORKERS_PORT LOG_LEVEL=Warn
+  export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
+}
+
 # Stop one process we started: SIGTERM, wait up to $2 s, then SIGKILL.
 stop_pid() {
   local pid=$1 secs=${2:-30} i

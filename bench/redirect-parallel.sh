@@ -43,18 +43,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port API_PORT 18780
-free_port SHORT_PORT 18781
-free_port MEDIA_PORT 18782
-free_port SNAPSHOT_PORT 18783
+service_env 18780
 free_port ONE_PORT 18790
 free_port PROCS_PORT 18791
 free_port THREADS_PORT 18792
-API=http://127.0.0.1:$API_PORT
-
-unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL
-export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT SNAPSHOT_PORT LOG_LEVEL=Warn
-export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
 
 log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase, $ROUNDS rounds"
 nice -n "$NICE" node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &

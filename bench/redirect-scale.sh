@@ -68,20 +68,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port API_PORT 18680
-free_port SHORT_PORT 18681
-free_port MEDIA_PORT 18682
-free_port SNAPSHOT_PORT 18683
+service_env 18680
 free_port BARE_PORT 18690
 free_port ONE_PORT 18691
 free_port SCALE_PORT 18692
 free_port ONE_OFF_PORT 18693
 free_port SCALE_OFF_PORT 18694
-API=http://127.0.0.1:$API_PORT
-
-unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL
-export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT SNAPSHOT_PORT LOG_LEVEL=Warn
-export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
 
 log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, $LINKS links, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase"
 # The service (PostgreSQL, the event log, the click projector) is not what is measured: it

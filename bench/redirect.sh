@@ -103,18 +103,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port API_PORT 18580
-free_port SHORT_PORT 18581
-free_port MEDIA_PORT 18582
-free_port SNAPSHOT_PORT 18583
+service_env 18580
 free_port BARE_PORT 18590
 free_port CAP_PORT 18591
 free_port NOCAP_PORT 18592
-API=http://127.0.0.1:$API_PORT
-
-unset DATABASE_URL KAFKA_BROKERS CLICKHOUSE_URL
-export DATA_DIR=$DATA_DIR_BENCH API_PORT SHORT_PORT MEDIA_PORT SNAPSHOT_PORT LOG_LEVEL=Warn
-export PUBLIC_API_BASE=$API/v1 PUBLIC_SHORT_BASE=http://127.0.0.1:$SHORT_PORT PUBLIC_IMAGE_HOST=http://127.0.0.1:$MEDIA_PORT
 custom_domain_dns
 
 log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase (warm-up ${WARMUP}s)"
