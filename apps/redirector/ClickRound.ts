@@ -19,6 +19,8 @@ const newRoundId = () => `evt_${randomBytes(10).toString("hex")}`
 export interface RoundSpool {
   /** A click arrived while the writer slept: write within the spool's interval. */
   wake(): void
+  /** SPOOL_BATCH clicks wait for a write: write at the end of this event loop turn. */
+  hurry(): void
   /** Writes what of the round is not written yet and closes its segment: the round is complete. */
   seal(round: ClickRound): void
   /** Takes the sealed segment off a converted round (which is then reused): a token for `remove`. */
@@ -293,10 +295,13 @@ export class ClickBuffer {
   private readonly spare: Array<ClickRound> = []
   /**
    * The crash spool, if any: `spoolIdle` is set while its writer sleeps, and the next click
-   * wakes it (one field read per click); a round is sealed in it before the flusher takes it.
+   * wakes it (one field read per click); when `count` reaches `spoolDue` while the writer
+   * waits out its interval, it writes at the end of the turn instead. A round is sealed in it
+   * before the flusher takes it.
    */
   spool: RoundSpool | undefined = undefined
   spoolIdle = false
+  spoolDue = -1
 
   constructor(
     readonly maxBuffered: number,
@@ -321,8 +326,10 @@ export class ClickBuffer {
     }
     this.current.push(links, row, time, peer, userAgent, referer, country)
     this.captured++
+    const count = ++this.count
     if (this.spoolIdle) this.spool!.wake()
-    if (++this.count >= this.batchSize && this.wake !== undefined) this.wake()
+    else if (count === this.spoolDue) this.spool!.hurry()
+    if (count >= this.batchSize && this.wake !== undefined) this.wake()
   }
 
   /** The current round, for the flusher; recording goes on into a fresh (or reused) one. */

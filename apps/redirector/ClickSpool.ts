@@ -9,12 +9,17 @@ import { storableId } from "./SlugTable.js"
 import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 
 /**
- * The least time between two writes of the spool. A click is written at the end of the event
- * loop's turn that answered it, unless the last write was less than this ago: then once it
- * is this old. So a busy redirector makes at most 1000 writes a second (a write costs ~5-20
- * µs here), and a kill -9 loses at most the clicks of the last millisecond or so.
+ * The least time between two writes of the spool, unless SPOOL_BATCH clicks wait. A click is
+ * written at the end of the event loop's turn that answered it, unless the last write was
+ * less than this ago: then once it is this old, or at the end of the turn in which
+ * SPOOL_BATCH clicks have come since. So a redirector makes at most 1000 writes a second
+ * (a write costs ~5-20 µs here) at a low rate, where a millisecond holds a few clicks, and
+ * one a turn at a high rate, where a turn holds a few dozen: a kill -9 loses the clicks of
+ * the last millisecond or of the last turn, whichever is fewer (docs/redirect-tier.md, "A crash").
  */
 export const SPOOL_INTERVAL_MS = 1
+/** Clicks waiting for a write that bring it forward to the end of the turn. */
+export const SPOOL_BATCH = 16
 
 /** One round's file: `<host>@<owner>@<order>@<round id>.clicks`, frames appended to it. */
 interface Segment {
@@ -145,7 +150,8 @@ export class ClickSpool implements RoundSpool {
   spooled = 0
   lastFailure: unknown = undefined
   private buffer: ClickBuffer | undefined
-  private timer: NodeJS.Timeout | NodeJS.Immediate | undefined
+  private timer: NodeJS.Timeout | undefined
+  private immediate: NodeJS.Immediate | undefined
   private order = 0
   private lastWrite = 0
   private readonly host = safeHost()
@@ -194,17 +200,33 @@ export class ClickSpool implements RoundSpool {
   }
 
   wake() {
-    this.buffer!.spoolIdle = false
+    const buffer = this.buffer!
+    buffer.spoolIdle = false
     const wait = this.lastWrite + this.intervalMs - Date.now()
-    this.timer = wait <= 0 ? setImmediate(this.tick) : setTimeout(this.tick, wait)
-    this.timer.unref()
+    if (wait <= 0) {
+      this.immediate = setImmediate(this.tick).unref()
+    } else {
+      this.timer = setTimeout(this.tick, wait).unref()
+      buffer.spoolDue = buffer.count - 1 + SPOOL_BATCH
+    }
+  }
+
+  hurry() {
+    this.buffer!.spoolDue = -1
+    if (this.timer === undefined) return
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.immediate = setImmediate(this.tick).unref()
   }
 
   /** Writes what came in since the last write; the next click wakes the writer again. */
   private readonly tick = () => {
     this.timer = undefined
-    this.buffer!.spoolIdle = true
-    if (this.write(this.buffer!.current)) this.lastWrite = Date.now()
+    this.immediate = undefined
+    const buffer = this.buffer!
+    buffer.spoolIdle = true
+    buffer.spoolDue = -1
+    if (this.write(buffer.current)) this.lastWrite = Date.now()
   }
 
   /**
@@ -341,12 +363,14 @@ export class ClickSpool implements RoundSpool {
 
   /** Stops the writer (the flusher's drain seals what is left). */
   close() {
-    if (this.timer !== undefined) {
-      clearTimeout(this.timer as NodeJS.Timeout)
-      clearImmediate(this.timer as NodeJS.Immediate)
-    }
+    clearTimeout(this.timer)
+    clearImmediate(this.immediate)
     this.timer = undefined
-    if (this.buffer !== undefined) this.buffer.spoolIdle = false
+    this.immediate = undefined
+    if (this.buffer !== undefined) {
+      this.buffer.spoolIdle = false
+      this.buffer.spoolDue = -1
+    }
   }
 }
 

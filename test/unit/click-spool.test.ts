@@ -6,7 +6,7 @@ import * as zlib from "node:zlib"
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { ClickBuffer } from "../../apps/redirector/ClickRound.js"
-import { ClickSpool, readSegment } from "../../apps/redirector/ClickSpool.js"
+import { ClickSpool, readSegment, SPOOL_BATCH } from "../../apps/redirector/ClickSpool.js"
 import { makeClickCapture } from "../../apps/redirector/Clicks.js"
 import { spoolIncarnation } from "../../apps/redirector/SpoolOwner.js"
 import { EventLog, type OutgoingRecord } from "../../domain/EventLog.js"
@@ -188,6 +188,41 @@ describe("click spool", () => {
     // Closing drained the buffer: published, and the file gone.
     expect(clicksIn(log.published)).toBe(10)
     expect(files()).toEqual([])
+  })
+
+  it("a few clicks wait out the interval; SPOOL_BATCH waiting clicks are written at the end of their turn", async () => {
+    const spool = new ClickSpool(dir, 60_000)
+    const buffer = new ClickBuffer(1_000_000, 100_000)
+    spool.attach(buffer)
+    const click = () => buffer.record(...clickOn(linkX), Date.now(), "192.0.2.1", CHROME, "", "")
+    const inFile = () => readSegment(fs.readFileSync(path.join(dir, files()[0]!)), "evt_0").count
+    /** The end of this event loop turn: after the spool's write, which was scheduled first. */
+    const turn = () => new Promise((resolve) => setImmediate(resolve))
+    try {
+      // The first click since a write a minute (the interval) ago: written at the end of its turn.
+      click()
+      await turn()
+      expect(inFile()).toBe(1)
+      // Fewer than SPOOL_BATCH since: the write waits out the interval, over several turns.
+      for (let i = 0; i < SPOOL_BATCH - 1; i++) click()
+      await turn()
+      await turn()
+      expect(inFile()).toBe(1)
+      // The SPOOL_BATCH-th: at the end of its turn, all of them.
+      click()
+      await turn()
+      expect(inFile()).toBe(1 + SPOOL_BATCH)
+      // And the interval holds again after that write.
+      for (let i = 0; i < SPOOL_BATCH - 1; i++) click()
+      await turn()
+      expect(inFile()).toBe(1 + SPOOL_BATCH)
+      click()
+      await turn()
+      expect(inFile()).toBe(1 + 2 * SPOOL_BATCH)
+    } finally {
+      spool.close()
+      spool.seal(buffer.current)
+    }
   })
 
   it("what a crashed process left is published by the next one with the same event ids, so it is counted once", async () => {
