@@ -199,7 +199,7 @@ describe("click spool", () => {
     /** The end of this event loop turn: after the spool's write, which was scheduled first. */
     const turn = () => new Promise((resolve) => setImmediate(resolve))
     try {
-      // The first click since a write a minute (the interval) ago: written at the end of its turn.
+      // The first click, no write before it: written at the end of its turn.
       click()
       await turn()
       expect(inFile()).toBe(1)
