@@ -10,6 +10,8 @@
  * The last line on stdout: CRASH_RESULT {"kills", "redirected", "sent", "per_kill": [...]}.
  */
 import * as fs from "node:fs"
+import * as path from "node:path"
+import { readJournal } from "../apps/redirector/ClickSpool.js"
 import { burst, spawnRedirector, stop, waitReady } from "../test/support/redirectorProcess.js"
 import { waitFor } from "../test/support/waitFor.js"
 
@@ -25,12 +27,19 @@ if (!Number.isInteger(port) || slugPath === undefined || !slugPath.startsWith("/
 // LOG_LEVEL stays Info (spawnRedirector's): waitReady waits for the "slug table loaded" line too.
 const env = { SHORT_PORT: String(port), CLICK_CAPTURE: "on" }
 const url = `http://127.0.0.1:${port}${slugPath}`
-const spooled = () => fs.readdirSync(spoolDir).filter((n) => n.endsWith(".clicks"))
+/** The clicks the spool's files hold, as a start after a crash reads them back. */
+const spooled = () =>
+  fs.existsSync(spoolDir)
+    ? fs
+        .readdirSync(spoolDir)
+        .filter((n) => n.endsWith(".spool"))
+        .reduce((n, f) => n + (readJournal(fs.readFileSync(path.join(spoolDir, f)))?.round.count ?? 0), 0)
+    : 0
 
 const main = async () => {
   let redirected = 0
   let sent = 0
-  const perKill: Array<{ redirected: number; sent: number; spool_files: number }> = []
+  const perKill: Array<{ redirected: number; sent: number; spooled: number }> = []
   for (let i = 0; i < kills; i++) {
     const p = spawnRedirector(env)
     await waitReady(p)
@@ -43,14 +52,14 @@ const main = async () => {
     const r = await load.stop()
     redirected += r.redirected
     sent += r.sent
-    perKill.push({ ...r, spool_files: fs.existsSync(spoolDir) ? spooled().length : 0 })
+    perKill.push({ ...r, spooled: spooled() })
     process.stdout.write(
-      `kill ${i + 1}: ${r.redirected} redirects (${r.sent} sent), ${perKill.at(-1)!.spool_files} spool files left\n`
+      `kill ${i + 1}: ${r.redirected} redirects (${r.sent} sent), ${perKill.at(-1)!.spooled} clicks in the spool\n`
     )
   }
   const last = spawnRedirector(env)
   await waitReady(last)
-  await waitFor(() => spooled().length === 0, { timeoutMs: 120_000, message: "the spool to be published" })
+  await waitFor(() => spooled() === 0, { timeoutMs: 120_000, message: "the spool to be published" })
   const code = await stop(last)
   if (code !== 0) throw new Error(`the last redirector exited with ${code}`)
   process.stdout.write(`CRASH_RESULT ${JSON.stringify({ kills, redirected, sent, per_kill: perKill })}\n`)

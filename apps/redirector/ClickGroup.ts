@@ -119,7 +119,7 @@ export class ClickGroup {
       const start = this.linkJsonEnd
       let at = start
       if (i > 0) this.linkJson[at++] = 0x2c
-      this.linkJsonEnd = this.appendLinkId(at, round.runBytes, from, n)
+      this.linkJsonEnd = this.appendLinkId(at, round.journal, from, n)
       this.listChars += this.linkJsonEnd - start + 1
     }
     return i

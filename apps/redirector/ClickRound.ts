@@ -15,8 +15,36 @@ export interface ClickLinks {
 /** A round's event id prefix: unique without a CSPRNG call per event. */
 const newRoundId = () => `evt_${randomBytes(10).toString("hex")}`
 
+/**
+ * A round's journal: a header, then its records, each 8-aligned: word 0 the round's tag
+ * (written last: a record whose tag is not the round's is the end), word 1 the kind (low byte)
+ * and the body's length (the upper 24 bits), then the body. The crash spool maps its files
+ * over journals (ClickSpool.ts), so a click is in the page cache before its 302 leaves.
+ *
+ * The header: magic (u32), the round's tag (u32; 0: no round), the round's start (f64, ms)
+ * and sequence number (u32) for the order rounds are published in after a crash, the round id
+ * (24 ASCII bytes at 24).
+ */
+export const JOURNAL_MAGIC = 0x314a4b43 // "CKJ1"
+export const JOURNAL_HEADER = 64
+/** A journal's size: 2 MiB hold ~24,000 clicks on links each other than the last, ~65,000 on one link. */
+export const JOURNAL_BYTES = 2 << 20
+/** Records: a click (body: time f64, then peer, agent, referer, country as i32 indexes; its run the last RUN's). */
+export const CLICK = 1
+/** A run: its entry as `ClickLinks.writeRun` writes it. */
+export const RUN = 2
+/** A new value of list c (peers 0, agents 1, referers 2, countries 3), UTF-8: kind VALUES + c. */
+export const VALUES = 3
+const CLICK_WORD = CLICK | (24 << 8)
+/** What one click may add to a journal besides its three header strings (3 bytes a UTF-16 unit at most). */
+const CLICK_ROOM = 32 + (8 + MAX_RUN_ENTRY + 7) + 4 * 15 + 3 * 64
+/** The tag of a round's records: 32 bits of its id, never 0. */
+export const tagOf = (id: string): number => Number.parseInt(id.slice(4, 12), 16) | 0 || 1
+
 /** What the click buffer asks of a crash spool (ClickSpool.ts). */
 export interface RoundSpool {
+  /** Gives a round that starts its journal (a mapped file's, or one in memory that the spool writes). */
+  assign(round: ClickRound): void
   /** A click arrived while the writer slept: write within the spool's interval. */
   wake(): void
   /** SPOOL_BATCH clicks wait for a write: write at the end of this event loop turn. */
@@ -78,7 +106,7 @@ const ipv4Key = (b: Uint8Array): number | undefined => {
  *
  * A click's link is its **run**'s: each run of clicks on one link (a new one whenever the link
  * differs from the last click's) has the link's number and its account, and its entry in
- * `runBytes`: the link's and the account's id as the crash spool writes them, copied from the
+ * the journal: the link's and the account's id as the crash spool keeps them, copied from the
  * slug table's record while the lookup has it in the cache. So a click on a link that is in no
  * cache touches no string of it, and the spool writes the entries as they are.
  */
@@ -96,14 +124,28 @@ export class ClickRound {
   run: Int32Array
   /** Runs so far. */
   runs = 0
-  /** Per run: its link's number (the slug table's, or the reader's for a round read back), its account (index into `accountValues`), where its entry starts in `runBytes`. */
+  /** Per run: its link's number (the slug table's, or the reader's for a round read back), its account (index into `accountValues`), where its entry starts in `journal`. */
   runLink: Int32Array
   runAccount: Int32Array
   runAt: Int32Array
-  /** The runs' entries: per run the u32 length and bytes of its link id, then of its account id. */
-  runBytes: Buffer
-  /** Bytes of `runBytes` in use. */
-  runEnd = 0
+  /**
+   * The round's journal (JOURNAL_HEADER): a spool's mapped file, or memory of the round's own.
+   * The runs' entries are in it (per run the u32 length and bytes of its link id, then of its
+   * account id), where the flusher copies them from.
+   */
+  journal: Buffer = Buffer.alloc(0)
+  /** Bytes of `journal` in use, and its size. */
+  journalEnd = 0
+  journalSize = 0
+  /** The journal's words, to store a click's record with. */
+  private words = new Int32Array(0)
+  private doubles = new Float64Array(0)
+  /** The tag of this round's records (tagOf its id). */
+  private tag = 0
+  /** Values of each list in the journal. */
+  private readonly logged = [0, 0, 0, 0]
+  /** The journal of the round's own (in memory), kept for its next rounds. */
+  private own: ArrayBuffer | undefined = undefined
   /** The link number of the last click (-1: none yet). */
   private lastLink = -1
   readonly accountValues = new Interned()
@@ -123,7 +165,6 @@ export class ClickRound {
     this.runLink = new Int32Array(capacity)
     this.runAccount = new Int32Array(capacity)
     this.runAt = new Int32Array(capacity)
-    this.runBytes = Buffer.allocUnsafe(capacity * 64)
     this.times = new Float64Array(capacity)
     this.peers = new Int32Array(capacity)
     this.agents = new Int32Array(capacity)
@@ -131,20 +172,72 @@ export class ClickRound {
     this.countries = new Int32Array(capacity)
   }
 
-  /** Where the bytes of run `r`'s link id start in `runBytes` (after their u32 length). */
+  /** Where the bytes of run `r`'s link id start in `journal` (after their u32 length). */
   linkIdAt(r: number): number {
     return this.runAt[r]! + 4
   }
 
   /** The length of run `r`'s link id, in bytes (one a character: visible ASCII). */
   linkIdLength(r: number): number {
-    return this.runBytes.readUInt32LE(this.runAt[r]!)
+    return this.journal.readUInt32LE(this.runAt[r]!)
   }
 
   /** The link id of run `r` (a new string: for tests and tools; the flusher copies the run's bytes, ClickGroup.ts). */
   linkIdOf(r: number): string {
     const from = this.linkIdAt(r)
-    return this.runBytes.toString("latin1", from, from + this.linkIdLength(r))
+    return this.journal.toString("latin1", from, from + this.linkIdLength(r))
+  }
+
+  /**
+   * Starts the round's journal in `memory` (all of it): its header, this round's tag written
+   * last. `order` and `sequence` say when the round started (the spool's order of rounds).
+   */
+  begin(memory: ArrayBuffer, order = Date.now(), sequence = 0) {
+    const journal = Buffer.from(memory)
+    this.journal = journal
+    this.journalSize = journal.length
+    this.words = new Int32Array(memory)
+    this.doubles = new Float64Array(memory)
+    this.tag = tagOf(this.id)
+    this.words[0] = JOURNAL_MAGIC
+    this.doubles[1] = order
+    this.words[4] = sequence
+    this.words[5] = 0
+    journal.write(this.id, 24, 24, "latin1")
+    this.words[1] = this.tag
+    this.journalEnd = JOURNAL_HEADER
+  }
+
+  /** Starts the journal in memory of the round's own (kept for its next rounds). */
+  beginInMemory(order = Date.now(), sequence = 0) {
+    this.own ??= new ArrayBuffer(JOURNAL_BYTES)
+    this.begin(this.own, order, sequence)
+  }
+
+  /** Whether a click with these header strings fits in the journal (a full round is taken: ClickBuffer.record). */
+  fits(userAgent: string, referer: string, country: string): boolean {
+    return this.journalEnd + CLICK_ROOM + 3 * (userAgent.length + referer.length + country.length) <= this.journalSize
+  }
+
+  /** Closes the record from `start` to `end`: its kind and length, then the round's tag; the journal's end after it. */
+  private close(kind: number, start: number, end: number) {
+    const w = start >> 2
+    this.words[w + 1] = kind | ((end - start - 8) << 8)
+    this.words[w] = this.tag
+    this.journalEnd = (end + 7) & ~7
+  }
+
+  /** The lists' values not yet in the journal, a record each. */
+  private logValues() {
+    const columns = [this.peerValues, this.agentValues, this.refererValues, this.countryValues]
+    for (let c = 0; c < 4; c++) {
+      const values = columns[c]!.values
+      for (let v = this.logged[c]!; v < values.length; v++) {
+        const start = this.journalEnd
+        this.close(VALUES + c, start, start + 8 + this.journal.write(values[v]!, start + 8, "utf8"))
+      }
+      this.logged[c] = values.length
+    }
   }
 
   /** The account id of run `r`. */
@@ -152,16 +245,28 @@ export class ClickRound {
     return this.accountValues.values[this.runAccount[r]!]!
   }
 
-  /** A run read back from a spool: `link` numbers the reader's distinct link ids; ids the slug table could hold (`storableId`). */
+  /** A run of a journal read back (the round's `journal`), its entry at `at`: `link` numbers the reader's distinct link ids. */
+  pushRunAt(link: number, accountId: string, at: number) {
+    this.startRun(link, accountId)
+    this.runAt[this.runs - 1] = at
+  }
+
+  /** A run read back from a spool file of an earlier version: its entry is written into a journal in memory. */
   pushRun(link: number, linkId: string, accountId: string) {
-    const r = this.startRun(link, accountId) // may widen runBytes
-    const out = this.runBytes
+    if (this.journalEnd + MAX_RUN_ENTRY > this.journalSize) {
+      const wider = new ArrayBuffer(Math.max(2 * this.journalSize, JOURNAL_BYTES))
+      const journal = Buffer.from(wider)
+      this.journal.copy(journal, 0, 0, this.journalEnd)
+      this.journal = journal
+      this.journalSize = journal.length
+    }
+    const r = this.startRun(link, accountId)
     let at = this.runAt[r]!
     for (const id of [linkId, accountId]) {
-      out.writeUInt32LE(id.length, at)
-      at += 4 + out.write(id, at + 4, "latin1")
+      this.journal.writeUInt32LE(id.length, at)
+      at += 4 + this.journal.write(id, at + 4, "latin1")
     }
-    this.runEnd = at
+    this.journalEnd = at
   }
 
   /** A click read back from a spool: its run and values by index into the round's lists, which the reader filled. */
@@ -196,7 +301,7 @@ export class ClickRound {
     return i
   }
 
-  /** A new run of `link`'s clicks (its entry is the caller's to write from `runAt`, with room for MAX_RUN_ENTRY bytes). */
+  /** A new run of `link`'s clicks (its entry is the caller's to write from `runAt`: a record's body in the journal). */
   private startRun(link: number, accountId: string): number {
     const r = this.runs
     if (r === this.runLink.length) {
@@ -205,14 +310,9 @@ export class ClickRound {
       this.runAccount = widen(this.runAccount, size)
       this.runAt = widen(this.runAt, size)
     }
-    if (this.runEnd + MAX_RUN_ENTRY > this.runBytes.length) {
-      const wider = Buffer.allocUnsafe(Math.max(this.runBytes.length * 2, this.runEnd + MAX_RUN_ENTRY))
-      this.runBytes.copy(wider, 0, 0, this.runEnd)
-      this.runBytes = wider
-    }
     this.runLink[r] = link
     this.runAccount[r] = this.accountValues.of(accountId)
-    this.runAt[r] = this.runEnd
+    this.runAt[r] = this.journalEnd + 8
     this.runs = r + 1
     this.lastLink = link
     return r
@@ -228,7 +328,11 @@ export class ClickRound {
     this.countries = widen(this.countries, size)
   }
 
-  /** A click on the link at `row` of `links` (the slug table). */
+  /**
+   * A click on the link at `row` of `links` (the slug table), into the columns and the
+   * journal (which has room for it: `fits`): a new run's entry and new values first, the
+   * click's record last, each record's tag after the rest of it.
+   */
   push(
     links: ClickLinks,
     row: number,
@@ -243,22 +347,52 @@ export class ClickRound {
     const link = links.linkNumber(row)
     if (link !== this.lastLink) {
       const r = this.startRun(link, links.accountId(row))
-      this.runEnd = links.writeRun(row, this.runBytes, this.runAt[r]!)
+      const at = this.runAt[r]!
+      this.close(RUN, at - 8, links.writeRun(row, this.journal, at))
     }
     this.run[i] = this.runs - 1
     this.times[i] = time
-    this.peers[i] = this.peerOf(peer)
-    this.agents[i] = this.agentValues.of(userAgent)
-    this.referers[i] = referer === "" ? -1 : this.refererValues.of(referer)
-    this.countries[i] = country === "" ? -1 : this.countryValues.of(country)
+    const p = this.peerOf(peer)
+    const a = this.agentValues.of(userAgent)
+    const r = referer === "" ? -1 : this.refererValues.of(referer)
+    const c = country === "" ? -1 : this.countryValues.of(country)
+    this.peers[i] = p
+    this.agents[i] = a
+    this.referers[i] = r
+    this.countries[i] = c
+    const logged = this.logged
+    if (
+      this.peerValues.values.length !== logged[0] ||
+      this.agentValues.values.length !== logged[1] ||
+      this.refererValues.values.length !== logged[2] ||
+      this.countryValues.values.length !== logged[3]
+    ) {
+      this.logValues()
+    }
+    const at = this.journalEnd
+    const w = at >> 2
+    const words = this.words
+    words[w + 1] = CLICK_WORD
+    this.doubles[(at >> 3) + 1] = time
+    words[w + 4] = p
+    words[w + 5] = a
+    words[w + 6] = r
+    words[w + 7] = c
+    words[w] = this.tag
+    this.journalEnd = at + 32
     this.count = i + 1
   }
 
-  /** Empty again, for reuse; forgets the links it pointed to. */
+  /** Empty again, for reuse (its next `begin` gives it a journal); forgets the links it pointed to. */
   reset() {
     this.count = 0
     this.runs = 0
-    this.runEnd = 0
+    this.journal = Buffer.alloc(0)
+    this.journalEnd = 0
+    this.journalSize = 0
+    this.words = new Int32Array(0)
+    this.doubles = new Float64Array(0)
+    this.logged.fill(0)
     this.lastLink = -1
     this.accountValues.clear()
     this.id = newRoundId()
@@ -290,8 +424,8 @@ export class ClickBuffer {
   /** Set while the flusher sleeps: cuts the sleep short when a batch is full. */
   wake: (() => void) | undefined = undefined
   current: ClickRound
-  /** Rounds taken whose conversion has to be tried again (the day's secret was unreadable). */
-  readonly retry: Array<ClickRound> = []
+  /** Rounds taken and not converted yet, in order: full ones, and ones whose conversion has to be tried again (the day's secret was unreadable). */
+  readonly taken: Array<ClickRound> = []
   private readonly spare: Array<ClickRound> = []
   /**
    * The crash spool, if any: `spoolIdle` is set while its writer sleeps, and the next click
@@ -308,6 +442,7 @@ export class ClickBuffer {
     readonly batchSize: number
   ) {
     this.current = new ClickRound(Math.min(batchSize, 16_384))
+    this.current.beginInMemory()
   }
 
   /** A click on the link at `row` of `links`; `peer` as HttpExchange.remoteAddressRaw gives it (RawPeer). */
@@ -324,6 +459,11 @@ export class ClickBuffer {
       this.dropped++
       return
     }
+    if (!this.current.fits(userAgent, referer, country)) {
+      // A full journal: the round goes to the flusher as it is, the click starts the next one.
+      this.taken.push(this.take())
+      this.wake?.()
+    }
     this.current.push(links, row, time, peer, userAgent, referer, country)
     this.captured++
     const count = ++this.count
@@ -338,7 +478,10 @@ export class ClickBuffer {
     this.spool?.seal(taken)
     this.waiting += taken.count
     this.count = 0
-    this.current = this.spare.pop() ?? new ClickRound(Math.min(this.batchSize, 16_384))
+    const next = this.spare.pop() ?? new ClickRound(Math.min(this.batchSize, 16_384))
+    if (this.spool === undefined) next.beginInMemory()
+    else this.spool.assign(next)
+    this.current = next
     return taken
   }
 

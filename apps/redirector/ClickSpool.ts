@@ -4,7 +4,20 @@ import * as path from "node:path"
 import { crc32 } from "node:zlib"
 import { Config, Effect } from "effect"
 import { AppConfig } from "../../infra/AppConfig.js"
-import { type ClickBuffer, ClickRound, type Interned, type RoundSpool } from "./ClickRound.js"
+import { type MappedFiles, mappedFiles } from "../../infra/fs/MappedFile.js"
+import {
+  CLICK,
+  type ClickBuffer,
+  ClickRound,
+  type Interned,
+  JOURNAL_BYTES,
+  JOURNAL_HEADER,
+  JOURNAL_MAGIC,
+  type RoundSpool,
+  RUN,
+  tagOf,
+  VALUES
+} from "./ClickRound.js"
 import { storableId } from "./SlugTable.js"
 import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 
@@ -21,28 +34,48 @@ export const SPOOL_INTERVAL_MS = 1
 /** Clicks waiting for a write that bring it forward to the end of the turn. */
 export const SPOOL_BATCH = 16
 
-/** One round's file: `<host>@<owner>@<order>@<round id>.clicks`, frames appended to it. */
-interface Segment {
-  path: string
-  fd: number
-  /** Clicks of the round in the file. */
-  written: number
-  /** Values of the round's lists (peers, agents, referers, countries) in the file. */
-  readonly values: [number, number, number, number]
-  /** Bytes of the round's run entries in the file (`ClickRound.runBytes`). */
-  runBytes: number
+/**
+ * A file of the spool mapped over a round's journal (ClickRound.ts): `<host>@<owner>@<name>.spool`.
+ * It outlives its round: once the event log has acknowledged the round's events its tag is
+ * cleared and the next round's journal starts in it, the pages already in memory.
+ */
+class MappedSlot {
+  constructor(
+    readonly path: string,
+    readonly fd: number,
+    readonly memory: ArrayBuffer
+  ) {}
+}
+
+/** A file the spool writes a round's journal to (no mapped files here): appended to a turn at a time. */
+class WrittenFile {
+  /** Bytes of the journal in the file, and its clicks. */
+  written = 0
+  clicks = 0
+  constructor(
+    readonly path: string,
+    public fd: number
+  ) {}
+}
+
+/** A file read back at start (a crashed process's), deleted once its round's events are acknowledged. */
+class ClaimedFile {
+  constructor(readonly path: string) {}
 }
 
 /**
- * Frame types: a list's new values (JSON), clicks (columns), link runs (binary: the round's
- * run entries as they are, so a click's link column is the index of its run in the round).
+ * Frame types of the spool files of earlier versions (`.clicks`): a list's new values (JSON),
+ * clicks (columns), link runs (binary: the round's run entries as they are, so a click's link
+ * column is the index of its run in the round).
  */
-const VALUES = 1
-const CLICKS = 2
-const LINKS = 3
+const VALUES_FRAME = 1
+const CLICKS_FRAME = 2
+const LINKS_FRAME = 3
 /** The column of a VALUES frame that held [link id, account id] pairs (files of earlier versions). */
 const ENTRY_COLUMN = 4
 const safeHost = () => hostname().replace(/[^A-Za-z0-9-]/g, "_") || "host"
+/** Names of this thread's files (several spools may share a thread: tests, apps/all). */
+let fileNumber = 0
 
 const columnsOf = (round: ClickRound): ReadonlyArray<Interned> => [
   round.peerValues,
@@ -51,11 +84,85 @@ const columnsOf = (round: ClickRound): ReadonlyArray<Interned> => [
   round.countryValues
 ]
 
-const bytes = (a: Float64Array | Int32Array, from: number, count: number) =>
-  new Uint8Array(a.buffer, a.byteOffset + from * a.BYTES_PER_ELEMENT, count * a.BYTES_PER_ELEMENT)
+/** The order rounds are published in after a crash: their start, then their sequence number. */
+const orderKey = (time: number, sequence: number) =>
+  `${Math.max(0, Math.floor(time)).toString(36).padStart(10, "0")}-${sequence.toString(36).padStart(8, "0")}`
 
 /**
- * Reads a segment back into a round: frame by frame, up to the first one that is cut short
+ * Reads a round's journal back (a spool file): its header, then record by record up to the
+ * first whose tag is not the round's (a record cut short by a crash, or an earlier round's
+ * left in a reused file), with every length and index checked. Undefined when the header holds
+ * no round.
+ */
+export const readJournal = (data: Buffer): { readonly round: ClickRound; readonly order: string } | undefined => {
+  if (data.length < JOURNAL_HEADER || data.readUInt32LE(0) !== JOURNAL_MAGIC) return undefined
+  const tag = data.readInt32LE(4)
+  const id = data.toString("latin1", 24, 48)
+  if (tag === 0 || !/^evt_[0-9a-f]{20}$/.test(id) || tagOf(id) !== tag) return undefined
+  const round = new ClickRound(1024)
+  round.id = id
+  round.journal = data
+  round.journalSize = data.length
+  const columns = columnsOf(round)
+  // Each distinct link id a number, so the flusher tells the runs' links apart as it does live ones.
+  const numbers = new Map<string, number>()
+  let off = JOURNAL_HEADER
+  while (off + 8 <= data.length && data.readInt32LE(off) === tag) {
+    const word = data.readUInt32LE(off + 4)
+    const kind = word & 0xff
+    const body = off + 8
+    const end = body + (word >>> 8)
+    if (end > data.length) break
+    if (kind === CLICK) {
+      if (end - body !== 24 || round.runs === 0) break
+      const time = data.readDoubleLE(body)
+      const [peer, agent, referer, country] = [0, 1, 2, 3].map((k) => data.readInt32LE(body + 8 + 4 * k)) as [
+        number,
+        number,
+        number,
+        number
+      ]
+      const ok =
+        Number.isFinite(time) &&
+        [peer, agent, referer, country].every((x, k) => x >= (k >= 2 ? -1 : 0) && x < columns[k]!.values.length)
+      if (!ok) break
+      round.pushIndexes(round.runs - 1, time, peer, agent, referer, country)
+    } else if (kind === RUN) {
+      // The u32 length and bytes of its link id, then the same of its account's id.
+      let p = body
+      const text = () => {
+        if (p + 4 > end) return undefined
+        const n = data.readUInt32LE(p)
+        if (p + 4 + n > end) return undefined
+        const s = data.toString("latin1", p + 4, p + 4 + n)
+        p += 4 + n
+        return storableId(s) ? s : undefined
+      }
+      const linkId = text()
+      const accountId = text()
+      if (linkId === undefined || accountId === undefined || p !== end) break
+      let n = numbers.get(linkId)
+      if (n === undefined) {
+        n = numbers.size
+        numbers.set(linkId, n)
+      }
+      round.pushRunAt(n, accountId, body)
+    } else if (kind >= VALUES && kind < VALUES + 4) {
+      const column = columns[kind - VALUES]!
+      const known = column.values.length
+      // Each value once a round: a repeated one would shift the indexes after it.
+      if (column.of(data.toString("utf8", body, end)) !== known) break
+    } else {
+      break
+    }
+    off = (end + 7) & ~7
+  }
+  round.journalEnd = off
+  return { round, order: orderKey(data.readDoubleLE(8), data.readUInt32LE(16)) }
+}
+
+/**
+ * Reads a spool file of an earlier version (`.clicks`) back into a round: frame by frame, up to the first one that is cut short
  * or does not match its checksum (the tail a crash may leave), with every index checked.
  */
 export const readSegment = (data: Buffer, id: string): ClickRound => {
@@ -79,7 +186,7 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
     if (length < 2 || end > data.length) break
     const body = data.subarray(off + 8, end)
     if (crc32(body) >>> 0 !== data.readUInt32LE(off + 4)) break
-    if (body[0] === VALUES) {
+    if (body[0] === VALUES_FRAME) {
       const values: unknown = JSON.parse(body.subarray(2).toString())
       if (!Array.isArray(values)) break
       if (body[1] === ENTRY_COLUMN) {
@@ -92,7 +199,7 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
         if (column === undefined) break
         for (const v of values) column.of(String(v))
       }
-    } else if (body[0] === LINKS) {
+    } else if (body[0] === LINKS_FRAME) {
       // Per run: u32 length and bytes of its link id, then the same of its account's id.
       let p = 1
       const text = () => {
@@ -109,7 +216,7 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
         if (linkId === undefined || accountId === undefined) return round
         run(linkId, accountId)
       }
-    } else if (body[0] === CLICKS && body.length >= 5) {
+    } else if (body[0] === CLICKS_FRAME && body.length >= 5) {
       const n = body.readUInt32LE(1)
       if (body.length !== 5 + 28 * n) break
       const at = (col: number, i: number) => body.readInt32LE(5 + 8 * n + 4 * (col * n + i))
@@ -129,74 +236,130 @@ export const readSegment = (data: Buffer, id: string): ClickRound => {
 }
 
 /**
- * The crash spool of click capture: each round of clicks in its own append-only file in
- * `dir`, written at the end of the event loop's turn that recorded them, at most one write per
- * `intervalMs` (1 ms): one write of the new clicks, no fsync. A killed process (kill -9, OOM)
- * loses only the clicks answered since the last write: what is written is in the OS's page
- * cache. A
- * machine that loses power also loses what the OS had not yet written to disk (Linux writes
- * dirty pages back within ~30 s). Sealed when the flusher takes the
- * round and deleted once the event log has acknowledged the round's events. At start, the
- * files of processes (and incarnations) of this host that are gone are claimed (renamed, so two starting
- * processes cannot both take one) and read back for publishing first; their round ids come
- * back with them, so events published before a crash keep their ids and are counted once.
+ * The crash spool of click capture: each round's journal (ClickRound.ts) in a file of its own
+ * in `dir`, `<host>@<owner>@<name>.spool`.
+ *
+ * Where infra/fs/mapped-file.c can be built, the journal is the file, mapped shared: a click's
+ * record is in the OS's page cache before its 302 is written, so a killed process (kill -9,
+ * OOM) loses no click that was answered, with no system call on the request path. A file
+ * outlives its round: once the event log has acknowledged the round's events its header is
+ * cleared and a later round's journal starts in it (two such files are kept).
+ *
+ * Without the addon, the journal is in memory and appended to its file at the end of the event
+ * loop's turn that recorded the clicks, at most one write per `intervalMs` (1 ms) unless
+ * SPOOL_BATCH clicks wait: a kill -9 then loses the clicks answered since the last write.
+ *
+ * No fsync either way: a machine that loses power also loses what the OS had not yet written
+ * to disk (Linux writes dirty pages back within ~30 s). At start, the files of processes (and
+ * incarnations) of this host that are gone are claimed (renamed, so two starting processes
+ * cannot both take one) and read back for publishing first; their round ids come back with
+ * them, so events published before a crash keep their ids and are counted once.
  */
 export class ClickSpool implements RoundSpool {
   /** Rounds read back from the files of processes that are gone, oldest first. */
   readonly recovered: Array<ClickRound> = []
-  /** Writes that failed (the round then stays in memory only, its file deleted). */
+  /** Files that failed (a round then stays in memory only, its file deleted). */
   failures = 0
-  /** Clicks written, ever (for /metrics). */
-  spooled = 0
   lastFailure: unknown = undefined
+  /** Whether journals are mapped files (else written a turn at a time). */
+  readonly mapped: boolean
   private buffer: ClickBuffer | undefined
   private timer: NodeJS.Timeout | undefined
   private immediate: NodeJS.Immediate | undefined
-  private order = 0
+  private sequence = 0
   private lastWrite = 0
+  /** Clicks of the rounds sealed (mapped), or written (not mapped). */
+  private stored = 0
+  private readonly free: Array<MappedSlot> = []
   private readonly host = safeHost()
-  /** The buffer every write is framed in (grows, never shrinks). */
-  private out = Buffer.allocUnsafe(1 << 16)
 
+  /** `files`: the mapped-file addon (infra/fs/MappedFile.ts); null writes the journals instead. */
   constructor(
     readonly dir: string,
-    readonly intervalMs: number = SPOOL_INTERVAL_MS
+    readonly intervalMs: number = SPOOL_INTERVAL_MS,
+    private readonly files: MappedFiles | null = mappedFiles().addon ?? null
   ) {
+    this.mapped = files !== null
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
     this.recover()
   }
 
+  /** Clicks in the spool's files, ever (for /metrics). */
+  get spooled(): number {
+    const buffer = this.buffer
+    return this.stored + (buffer !== undefined && buffer.current.spool instanceof MappedSlot ? buffer.count : 0)
+  }
+
+  private fileName(kind: string) {
+    return path.join(this.dir, `${this.host}@${OWNER}@${kind}${(fileNumber++).toString(36)}.spool`)
+  }
+
   private recover() {
-    const names = fs
-      .readdirSync(this.dir)
-      .filter((n) => n.endsWith(".clicks"))
-      .sort(byOrder)
-    for (const name of names) {
-      const [host, owner, order, id] = name.slice(0, -".clicks".length).split("@")
-      if (host !== this.host || id === undefined || !/^evt_[0-9a-f]+$/.test(id)) continue
+    const found: Array<{ round: ClickRound; order: string }> = []
+    for (const name of fs.readdirSync(this.dir)) {
+      const legacy = name.endsWith(".clicks")
+      if (!legacy && !name.endsWith(".spool")) continue
+      const parts = name.slice(0, name.lastIndexOf(".")).split("@")
+      const [host, owner] = parts
+      if (host !== this.host || parts.length !== (legacy ? 4 : 3)) continue
+      const id = parts[3]
+      if (legacy && !/^evt_[0-9a-f]+$/.test(id!)) continue
       if (ownerAlive(owner!, path.join(this.dir, name))) continue
-      const claimed = path.join(this.dir, `${this.host}@${OWNER}@${order}@${id}.clicks`)
+      const claimed = this.fileName("r")
       try {
         fs.renameSync(path.join(this.dir, name), claimed)
       } catch {
         continue // another process claimed it first
       }
-      const round = readSegment(fs.readFileSync(claimed), id)
-      if (round.count === 0) {
+      const data = fs.readFileSync(claimed)
+      const read = legacy ? { round: readSegment(data, id!), order: parts[2]! } : readJournal(data)
+      if (read === undefined || read.round.count === 0) {
         fs.rmSync(claimed, { force: true })
         continue
       }
       held.add(claimed)
-      round.spool = { path: claimed, fd: -1, written: round.count, values: [0, 0, 0, 0], runBytes: round.runEnd }
-      this.recovered.push(round)
+      read.round.spool = new ClaimedFile(claimed)
+      found.push(read)
     }
+    found.sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0))
+    for (const { round } of found) this.recovered.push(round)
   }
 
-  /** From now on the buffer's rounds are written here. */
+  /** From now on the buffer's rounds are kept here (its current round, empty, starts a journal here). */
   attach(buffer: ClickBuffer) {
     this.buffer = buffer
     buffer.spool = this
-    buffer.spoolIdle = true
+    buffer.spoolIdle = !this.mapped
+    if (buffer.count === 0) this.assign(buffer.current)
+  }
+
+  assign(round: ClickRound) {
+    const sequence = this.sequence++
+    round.spool = undefined
+    if (!this.mapped) {
+      round.beginInMemory(Date.now(), sequence) // its file is opened at its first write
+      return
+    }
+    let slot = this.free.pop()
+    if (slot === undefined) {
+      const file = this.fileName("m")
+      let fd = -1
+      try {
+        fd = fs.openSync(file, "w+", 0o600)
+        slot = new MappedSlot(file, fd, this.files!.map(fd, JOURNAL_BYTES))
+        held.add(file)
+      } catch (error) {
+        if (fd >= 0) fs.closeSync(fd)
+        fs.rmSync(file, { force: true })
+        this.failures++
+        this.lastFailure = error
+        round.beginInMemory(Date.now(), sequence)
+        round.spool = null // in memory only
+        return
+      }
+    }
+    round.begin(slot.memory, Date.now(), sequence)
+    round.spool = slot
   }
 
   wake() {
@@ -230,153 +393,106 @@ export class ClickSpool implements RoundSpool {
   }
 
   /**
-   * Appends the round's clicks not written yet; says whether there were any. Everything is
-   * framed in one buffer kept for every write (one writeSync, nothing allocated per click): a
-   * frame of each list's new values, a frame of the round's new run entries (each run of
-   * clicks on one link names it once, copied as the round has it: no map, no string, so a
-   * million links cost what one does) and the clicks' columns.
+   * Appends the round's journal not written yet (one write at its place in the file, nothing
+   * allocated); says whether there was any. A mapped journal has nothing to write.
    */
   write(round: ClickRound): boolean {
-    const n = round.count
-    let segment = round.spool as Segment | null | undefined
-    if (segment === null) return false // its file failed: the round is in memory only
-    if (segment === undefined) {
-      if (n === 0) return false
-      const order = `${Date.now().toString(36).padStart(10, "0")}-${(this.order++).toString(36).padStart(8, "0")}`
-      const file = path.join(this.dir, `${this.host}@${OWNER}@${order}@${round.id}.clicks`)
+    const spool = round.spool
+    if (round.count === 0 || !(spool === undefined || spool instanceof WrittenFile)) return false
+    let file = spool
+    if (file === undefined) {
+      const name = this.fileName("w")
       try {
-        segment = {
-          path: file,
-          fd: fs.openSync(file, "a", 0o600),
-          written: 0,
-          values: [0, 0, 0, 0],
-          runBytes: 0
-        }
+        file = new WrittenFile(name, fs.openSync(name, "w", 0o600))
       } catch (error) {
         return this.fail(round, undefined, error)
       }
-      round.spool = segment
-      held.add(file)
+      round.spool = file
+      held.add(name)
     }
-    const from = segment.written
-    const count = n - from
-    if (count === 0) return false
-    let end = 0
-    const columns = columnsOf(round)
-    for (let c = 0; c < 4; c++) {
-      const values = columns[c]!.values
-      if (values.length > segment.values[c]!) {
-        const json = JSON.stringify(values.slice(segment.values[c]))
-        const body = this.reserve(end, 2 + 3 * json.length)
-        this.out[body] = VALUES
-        this.out[body + 1] = c
-        end = this.endFrame(end, body + 2 + this.out.write(json, body + 2))
-        segment.values[c] = values.length
-      }
-    }
-    const runsFrom = segment.runBytes
-    const runsEnd = round.runEnd
-    if (runsEnd > runsFrom) {
-      const body = this.reserve(end, 1 + runsEnd - runsFrom)
-      this.out[body] = LINKS
-      round.runBytes.copy(this.out, body + 1, runsFrom, runsEnd)
-      end = this.endFrame(end, body + 1 + runsEnd - runsFrom)
-    }
-    const body = this.reserve(end, 5 + 28 * count)
-    this.out[body] = CLICKS
-    this.out.writeUInt32LE(count, body + 1)
-    let at = body + 5
-    for (const column of [
-      bytes(round.times, from, count),
-      bytes(round.run, from, count),
-      bytes(round.peers, from, count),
-      bytes(round.agents, from, count),
-      bytes(round.referers, from, count),
-      bytes(round.countries, from, count)
-    ]) {
-      this.out.set(column, at)
-      at += column.byteLength
-    }
-    end = this.endFrame(end, at)
+    const from = file.written
+    const end = round.journalEnd
+    if (end === from) return false
     try {
-      const done = fs.writeSync(segment.fd, this.out, 0, end)
-      if (done !== end) throw new Error(`short write to ${segment.path}: ${done} of ${end} bytes`)
+      const done = fs.writeSync(file.fd, round.journal, from, end - from, from)
+      if (done !== end - from) throw new Error(`short write to ${file.path}: ${done} of ${end - from} bytes`)
     } catch (error) {
-      return this.fail(round, segment, error)
+      return this.fail(round, file, error)
     }
-    segment.written = n
-    segment.runBytes = runsEnd
-    this.spooled += count
+    file.written = end
+    this.stored += round.count - file.clicks
+    file.clicks = round.count
     return true
   }
 
-  /** Room for `bytes` more at `at` (the frame head included when `at` starts one): the body's offset. */
-  private reserve(at: number, bytes: number): number {
-    if (at + 8 + bytes > this.out.length) {
-      const wider = Buffer.allocUnsafe(Math.max(this.out.length * 2, at + 8 + bytes))
-      this.out.copy(wider, 0, 0, at)
-      this.out = wider
-    }
-    return at + 8
-  }
-
-  /** A frame whose body runs from `start + 8` to `end`: its length and CRC-32 in front. */
-  private endFrame(start: number, end: number): number {
-    this.out.writeUInt32LE(end - start - 8, start)
-    this.out.writeUInt32LE(crc32(this.out.subarray(start + 8, end)) >>> 0, start + 4)
-    return end
-  }
-
   /** A file that cannot be written is deleted (a part of a round must never be published under its ids). */
-  private fail(round: ClickRound, segment: Segment | undefined, error: unknown): false {
+  private fail(round: ClickRound, file: WrittenFile | undefined, error: unknown): false {
     this.failures++
     this.lastFailure = error
     round.spool = null
-    if (segment !== undefined) {
-      if (segment.fd >= 0) fs.closeSync(segment.fd)
-      fs.rmSync(segment.path, { force: true })
-      held.delete(segment.path)
+    if (file !== undefined) {
+      if (file.fd >= 0) fs.closeSync(file.fd)
+      fs.rmSync(file.path, { force: true })
+      held.delete(file.path)
     }
     return false
   }
 
   seal(round: ClickRound) {
+    if (round.spool instanceof MappedSlot) {
+      this.stored += round.count
+      return
+    }
     this.write(round)
-    const segment = round.spool as Segment | null | undefined
-    if (segment != null && segment.fd >= 0) {
-      fs.closeSync(segment.fd)
-      segment.fd = -1
+    const written = round.spool
+    if (written instanceof WrittenFile && written.fd >= 0) {
+      fs.closeSync(written.fd)
+      written.fd = -1
     }
   }
 
   detach(round: ClickRound): unknown {
-    const segment = round.spool as Segment | null | undefined
+    const file = round.spool
     round.spool = undefined
-    return segment?.path
+    return file
   }
 
   remove(segment: unknown) {
-    if (typeof segment !== "string") return
-    fs.rmSync(segment, { force: true })
-    held.delete(segment)
+    if (segment instanceof MappedSlot) {
+      // Its round is published: its records are no longer a round's.
+      new Int32Array(segment.memory, 4, 1)[0] = 0
+      if (this.free.length < 2 && this.buffer !== undefined) this.free.push(segment)
+      else this.drop(segment)
+    } else if (segment instanceof WrittenFile || segment instanceof ClaimedFile) {
+      fs.rmSync(segment.path, { force: true })
+      held.delete(segment.path)
+    }
   }
 
-  /** Stops the writer (the flusher's drain seals what is left). */
+  private drop(slot: MappedSlot) {
+    fs.closeSync(slot.fd)
+    fs.rmSync(slot.path, { force: true })
+    held.delete(slot.path)
+  }
+
+  /**
+   * Stops the writer (the flusher's drain has published what it could): the files that hold no
+   * click are deleted, those that do are left for the next start.
+   */
   close() {
     clearTimeout(this.timer)
     clearImmediate(this.immediate)
     this.timer = undefined
     this.immediate = undefined
-    if (this.buffer !== undefined) {
-      this.buffer.spoolIdle = false
-      this.buffer.spoolDue = -1
+    const buffer = this.buffer
+    if (buffer !== undefined) {
+      buffer.spoolIdle = false
+      buffer.spoolDue = -1
+      if (buffer.count === 0) this.remove(this.detach(buffer.current))
+      this.buffer = undefined
     }
+    for (const slot of this.free.splice(0)) this.drop(slot)
   }
-}
-
-const byOrder = (a: string, b: string) => {
-  const key = (n: string) => n.split("@")[2] ?? ""
-  return key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
 }
 
 /**
@@ -407,11 +523,18 @@ export const openClickSpool = Effect.gen(function* () {
   const settings = yield* clickSpoolConfig
   if (!settings.on) return undefined
   const dir = settings.dir._tag === "Some" ? settings.dir.value : path.join(config.dataDir, "spool", "redirector")
-  return yield* Effect.acquireRelease(
+  const spool = yield* Effect.acquireRelease(
     Effect.try({
       try: () => new ClickSpool(dir, settings.intervalMs),
       catch: (cause) => new Error(`click spool: cannot use ${dir}: ${String(cause)}`)
     }).pipe(Effect.orDie),
     (spool) => Effect.sync(() => spool.close())
   )
+  if (!spool.mapped) {
+    yield* Effect.logWarning(
+      `click spool: files written a turn at a time, so a kill -9 loses the clicks of its last turn; ` +
+        `mapped files need infra/fs/mapped-file.c built: ${mappedFiles().why}`
+    )
+  }
+  return spool
 })

@@ -57,7 +57,7 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
       // What a crashed (or cut short) process left: converted and published before anything
       // new, with the event ids it had, so what it had already published is not counted twice.
       for (const round of spool.recovered) {
-        buffer.retry.push(round)
+        buffer.taken.push(round)
         buffer.waiting += round.count
       }
       if (spool.recovered.length > 0) {
@@ -134,7 +134,7 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
      */
     const convertFirstRound = Effect.uninterruptibleMask((restore) =>
       Effect.gen(function* () {
-        const round = buffer.retry[0]!
+        const round = buffer.taken[0]!
         const n = round.count
         const { times, run, runLink, runAccount, peers, agents, referers, countries } = round
         const peerTexts = round.peerValues.values
@@ -232,15 +232,15 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
         const segment = spool?.detach(round)
         // After the round's own chunks: deleted once they are all acknowledged.
         if (segment !== undefined) waiting.push({ records: [], clicks: 0, segment })
-        buffer.retry.shift()
+        buffer.taken.shift()
         buffer.release(round)
       })
     )
 
     /** Takes the current round and converts, in order, every round not converted yet. */
     const convert = Effect.gen(function* () {
-      if (buffer.count > 0) buffer.retry.push(buffer.take())
-      while (buffer.retry.length > 0) yield* convertFirstRound
+      if (buffer.count > 0) buffer.taken.push(buffer.take())
+      while (buffer.taken.length > 0) yield* convertFirstRound
     })
 
     const publish = Effect.gen(function* () {
