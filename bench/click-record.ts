@@ -1,8 +1,10 @@
 /**
  * A micro-benchmark of the request path's share of click capture, per click: the push into
- * the click buffer (ClickBuffer.record, with an IPv4 address as uWebSockets.js hands it) and
- * the spool's write of the new clicks at the end of a loop turn (one writev per turn of
- * BENCH_TURN clicks, default 64: a busy redirector's turn). As on the request path, each
+ * the click buffer (ClickBuffer.record, with an IPv4 address as uWebSockets.js hands it: into
+ * the round's columns and its journal), with the journal in memory (no spool), in the spool's
+ * mapped file, and in memory written to the spool's file at the end of a loop turn (where
+ * files cannot be mapped: one write per turn of BENCH_TURN clicks, default 64: a busy
+ * redirector's turn). As on the request path, each
  * click's record is read first (its link number: what the lookup leaves in the cache), one
  * click after the other; a pass that only reads the records is the baseline the push's share
  * is measured over. The address read itself (a call into uWS that allocates an ArrayBuffer)
@@ -16,6 +18,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { ClickBuffer } from "../apps/redirector/ClickRound.js"
 import { ClickSpool } from "../apps/redirector/ClickSpool.js"
+import { mappedFiles } from "../infra/fs/MappedFile.js"
 import { scaleTable } from "./scale-links.js"
 
 const CLICKS = 2_000_000
@@ -66,11 +69,14 @@ try {
   run(undefined) // warm-up
   const lookup = run(undefined, false).perClick
   const bare = run(undefined).perClick - lookup
-  const spooled = run(new ClickSpool(dir, 0))
+  const addon = mappedFiles().addon
+  if (addon === undefined) throw new Error(`no mapped files: ${mappedFiles().why}`)
+  const mapped = run(new ClickSpool(dir, 0, addon)).perClick - lookup
+  const written = run(new ClickSpool(dir, 0, null))
   process.stdout.write(
-    `${LINKS} link(s), record: ${bare.toFixed(0)} ns a click without the spool; with it ${(spooled.perClick - lookup).toFixed(0)} ns ` +
-      `(of which the spool's writes, one per ${TURN} clicks: ${spooled.writePerClick.toFixed(0)} ns a click; ` +
-      `over reading the click's record, ${lookup.toFixed(0)} ns)\n`
+    `${LINKS} link(s), record: ${bare.toFixed(0)} ns a click without the spool; ${mapped.toFixed(0)} ns into the spool's mapped file; ` +
+      `${(written.perClick - lookup).toFixed(0)} ns written a turn at a time (of which the writes, one per ${TURN} clicks: ` +
+      `${written.writePerClick.toFixed(0)} ns a click); over reading the click's record, ${lookup.toFixed(0)} ns\n`
   )
 } finally {
   fs.rmSync(dir, { recursive: true, force: true })
