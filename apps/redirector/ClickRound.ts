@@ -36,7 +36,11 @@ export const RUN = 2
 /** A new value of list c (peers 0, agents 1, referers 2, countries 3), UTF-8: kind VALUES + c. */
 export const VALUES = 3
 const CLICK_WORD = CLICK | (24 << 8)
-/** What one click may add to a journal besides its three header strings (3 bytes a UTF-16 unit at most). */
+/**
+ * What one click may add to a journal besides its three header strings (3 bytes a UTF-16 unit
+ * at most): its record, a run's, four values' heads and padding, and an address's text (at
+ * most 45 characters: an IPv6 address, `TrustedProxies.ts` checks a forwarded one).
+ */
 const CLICK_ROOM = 32 + (8 + MAX_RUN_ENTRY + 7) + 4 * 15 + 3 * 64
 /** The tag of a round's records: 32 bits of its id, never 0. */
 export const tagOf = (id: string): number => Number.parseInt(id.slice(4, 12), 16) | 0 || 1

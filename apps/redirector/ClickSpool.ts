@@ -22,8 +22,8 @@ import { storableId } from "./SlugTable.js"
 import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 
 /**
- * The least time between two writes of the spool, unless SPOOL_BATCH clicks wait. A click is
- * written at the end of the event loop's turn that answered it, unless the last write was
+ * Where the spool's files cannot be mapped (no addon): the least time between two writes of
+ * the spool, unless SPOOL_BATCH clicks wait. A click is written at the end of the event loop's turn that answered it, unless the last write was
  * less than this ago: then once it is this old, or at the end of the turn in which
  * SPOOL_BATCH clicks have come since. So a redirector makes at most 1000 writes a second
  * (a write costs ~5-20 µs here) at a low rate, where a millisecond holds a few clicks, and
