@@ -38,6 +38,7 @@ const run = (spool: ClickSpool | undefined, record = true) => {
     spool.attach(buffer)
     buffer.spoolIdle = false // written by hand below, once per turn
   }
+  const faults = process.resourceUsage().minorPageFault
   const started = process.hrtime.bigint()
   let writeNs = 0n
   // Each click's row depends on the record read before it (always 0 added, which the compiler
@@ -61,7 +62,11 @@ const run = (spool: ClickSpool | undefined, record = true) => {
     }
   }
   const totalNs = Number(process.hrtime.bigint() - started)
-  return { perClick: totalNs / CLICKS, writePerClick: Number(writeNs) / CLICKS }
+  return {
+    perClick: totalNs / CLICKS,
+    writePerClick: Number(writeNs) / CLICKS,
+    faultsPerMillion: (process.resourceUsage().minorPageFault - faults) / (CLICKS / 1e6)
+  }
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "click-record-"))
@@ -71,12 +76,14 @@ try {
   const bare = run(undefined).perClick - lookup
   const addon = mappedFiles().addon
   if (addon === undefined) throw new Error(`no mapped files: ${mappedFiles().why}`)
-  const mapped = run(new ClickSpool(dir, 0, addon)).perClick - lookup
+  const mappedRun = run(new ClickSpool(dir, 0, addon))
+  const mapped = mappedRun.perClick - lookup
   const written = run(new ClickSpool(dir, 0, null))
   process.stdout.write(
     `${LINKS} link(s), record: ${bare.toFixed(0)} ns a click without the spool; ${mapped.toFixed(0)} ns into the spool's mapped file; ` +
       `${(written.perClick - lookup).toFixed(0)} ns written a turn at a time (of which the writes, one per ${TURN} clicks: ` +
-      `${written.writePerClick.toFixed(0)} ns a click); over reading the click's record, ${lookup.toFixed(0)} ns\n`
+      `${written.writePerClick.toFixed(0)} ns a click); over reading the click's record, ${lookup.toFixed(0)} ns; ` +
+      `minor page faults a million clicks: ${mappedRun.faultsPerMillion.toFixed(0)} mapped, ${written.faultsPerMillion.toFixed(0)} written\n`
   )
 } finally {
   fs.rmSync(dir, { recursive: true, force: true })
