@@ -7,7 +7,8 @@
  *
  *   node --import tsx bench/redirect-crash.ts PORT PATH    (the environment names the service)
  *
- * The last line on stdout: CRASH_RESULT {"kills", "redirected", "sent", "per_kill": [...]}.
+ * The last line on stdout: CRASH_RESULT {"kills", "redirected", "sent", "mapped", "per_kill": [...]}
+ * ("mapped": whether the spool's files were mapped, as every start said).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -40,9 +41,12 @@ const main = async () => {
   let redirected = 0
   let sent = 0
   const perKill: Array<{ redirected: number; sent: number; spooled: number }> = []
+  let mapped = true
   for (let i = 0; i < kills; i++) {
     const p = spawnRedirector(env)
     await waitReady(p)
+    // The start says so when the spool's files cannot be mapped.
+    if (p.output().includes("click spool: files written a turn at a time")) mapped = false
     const load = burst(url, connections)
     // Somewhere between 1,000 and 5,000 redirects into the burst.
     const target = 1_000 + Math.floor(Math.random() * 4_000)
@@ -62,7 +66,7 @@ const main = async () => {
   await waitFor(() => spooled() === 0, { timeoutMs: 120_000, message: "the spool to be published" })
   const code = await stop(last)
   if (code !== 0) throw new Error(`the last redirector exited with ${code}`)
-  process.stdout.write(`CRASH_RESULT ${JSON.stringify({ kills, redirected, sent, per_kill: perKill })}\n`)
+  process.stdout.write(`CRASH_RESULT ${JSON.stringify({ kills, redirected, sent, mapped, per_kill: perKill })}\n`)
 }
 
 main().then(
