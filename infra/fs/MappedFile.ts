@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 
 /** What infra/fs/mapped-file.c exports. */
 export interface MappedFiles {
@@ -12,18 +13,29 @@ export interface MappedFiles {
 let loaded: { readonly addon: MappedFiles | undefined; readonly why: string } | undefined
 
 /**
- * The mapped-file addon, built by scripts/mapped-file.sh (from the working directory: the
- * launchers and the tests run from the repository's root) the first time a process asks; with
+ * The mapped-file addon, built by scripts/mapped-file.sh the first time a process asks; with
  * `why` saying what failed when there is none (no C compiler, no node headers, no such script).
+ * The script is looked for in the working directory (the launchers and the tests run from the
+ * repository's root), then above this module (its source, or the bundle in .build/).
  */
 export const mappedFiles = (): { readonly addon: MappedFiles | undefined; readonly why: string } => {
   if (loaded === undefined) loaded = load()
   return loaded
 }
 
+/** scripts/mapped-file.sh of the repository this process runs from. */
+const findScript = (): string | undefined => {
+  const here = path.dirname(fileURLToPath(import.meta.url))
+  for (const root of [process.cwd(), path.resolve(here, ".."), path.resolve(here, "../..")]) {
+    const script = path.join(root, "scripts", "mapped-file.sh")
+    if (fs.existsSync(script)) return script
+  }
+  return undefined
+}
+
 const load = () => {
-  const script = path.resolve("scripts/mapped-file.sh")
-  if (!fs.existsSync(script)) return { addon: undefined, why: `no ${script}` }
+  const script = findScript()
+  if (script === undefined) return { addon: undefined, why: `no scripts/mapped-file.sh in ${process.cwd()}` }
   let file: string
   try {
     file = execFileSync("sh", [script], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim()
