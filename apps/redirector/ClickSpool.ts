@@ -37,15 +37,25 @@ export const SPOOL_BATCH = 16
 /**
  * A file of the spool mapped over a round's journal (ClickRound.ts): `<host>@<owner>@<name>.spool`.
  * It outlives its round: once the event log has acknowledged the round's events its tag is
- * cleared and the next round's journal starts in it, the pages already in memory.
+ * cleared and the next round's journal starts in it, the pages already in memory. No file
+ * descriptor is kept open (the mapping holds the file).
  */
 class MappedSlot {
+  /** Cut to its round's journal (MAPPED_IN_FLIGHT): deleted once published, not reused. */
+  cut = false
   constructor(
     readonly path: string,
-    readonly fd: number,
     readonly memory: ArrayBuffer
   ) {}
 }
+
+/**
+ * Sealed rounds whose mapped files keep their JOURNAL_BYTES while the event log has not yet
+ * acknowledged them (normally one or two, for ~100 ms). Past that, as in an outage of the
+ * log, when rounds pile up one a flush, a sealed file is cut to the journal it holds, so the
+ * disk holds what the clicks take, not 2 MiB a round.
+ */
+const MAPPED_IN_FLIGHT = 3
 
 /** A file the spool writes a round's journal to (no mapped files here): appended to a turn at a time. */
 class WrittenFile {
@@ -271,6 +281,8 @@ export class ClickSpool implements RoundSpool {
   /** Clicks of the rounds sealed (mapped), or written (not mapped). */
   private stored = 0
   private readonly free: Array<MappedSlot> = []
+  /** Mapped files that hold a round not yet published (the current one's included). */
+  private inUse = 0
   private readonly host = safeHost()
 
   /** `files`: the mapped-file addon (infra/fs/MappedFile.ts); null writes the journals instead. */
@@ -346,20 +358,22 @@ export class ClickSpool implements RoundSpool {
       let fd = -1
       try {
         fd = fs.openSync(file, "w+", 0o600)
-        slot = new MappedSlot(file, fd, this.files!.map(fd, JOURNAL_BYTES))
+        slot = new MappedSlot(file, this.files!.map(fd, JOURNAL_BYTES))
         held.add(file)
       } catch (error) {
-        if (fd >= 0) fs.closeSync(fd)
         fs.rmSync(file, { force: true })
         this.failures++
         this.lastFailure = error
         round.beginInMemory(Date.now(), sequence)
         round.spool = null // in memory only
         return
+      } finally {
+        if (fd >= 0) fs.closeSync(fd)
       }
     }
     round.begin(slot.memory, Date.now(), sequence)
     round.spool = slot
+    this.inUse++
   }
 
   wake() {
@@ -439,8 +453,19 @@ export class ClickSpool implements RoundSpool {
   }
 
   seal(round: ClickRound) {
-    if (round.spool instanceof MappedSlot) {
+    const slot = round.spool
+    if (slot instanceof MappedSlot) {
       this.stored += round.count
+      // Nothing past the journal's end is read or stored again: the file can end there.
+      if (this.inUse > MAPPED_IN_FLIGHT) {
+        try {
+          fs.truncateSync(slot.path, round.journalEnd)
+          slot.cut = true
+        } catch (error) {
+          this.failures++
+          this.lastFailure = error
+        }
+      }
       return
     }
     this.write(round)
@@ -461,7 +486,8 @@ export class ClickSpool implements RoundSpool {
     if (segment instanceof MappedSlot) {
       // Its round is published: its records are no longer a round's.
       new Int32Array(segment.memory, 4, 1)[0] = 0
-      if (this.free.length < 2 && this.buffer !== undefined) this.free.push(segment)
+      this.inUse--
+      if (this.free.length < 2 && this.buffer !== undefined && !segment.cut) this.free.push(segment)
       else this.drop(segment)
     } else if (segment instanceof WrittenFile || segment instanceof ClaimedFile) {
       fs.rmSync(segment.path, { force: true })
@@ -470,7 +496,6 @@ export class ClickSpool implements RoundSpool {
   }
 
   private drop(slot: MappedSlot) {
-    fs.closeSync(slot.fd)
     fs.rmSync(slot.path, { force: true })
     held.delete(slot.path)
   }

@@ -5,7 +5,7 @@ import { threadId } from "node:worker_threads"
 import * as zlib from "node:zlib"
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
-import { ClickBuffer, JOURNAL_BYTES, JOURNAL_HEADER } from "../../apps/redirector/ClickRound.js"
+import { ClickBuffer, type ClickRound, JOURNAL_BYTES, JOURNAL_HEADER } from "../../apps/redirector/ClickRound.js"
 import { ClickSpool, readJournal, readSegment, SPOOL_BATCH } from "../../apps/redirector/ClickSpool.js"
 import { makeClickCapture } from "../../apps/redirector/Clicks.js"
 import { spoolIncarnation } from "../../apps/redirector/SpoolOwner.js"
@@ -305,6 +305,47 @@ describe("click spool, mapped journals reused", () => {
           expect(read.peerValues.values).toEqual(["192.0.2.3"])
         })
       ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    spool.close()
+    expect(files()).toEqual([])
+  })
+
+  it("an outage: rounds piling up have their files cut to their journals, deleted once published; no descriptor is held", () => {
+    const spool = new ClickSpool(dir, 60_000, addon.addon)
+    const buffer = new ClickBuffer(1_000_000, 1_000_000)
+    spool.attach(buffer)
+    const sealed: Array<{ round: ClickRound; path: string; end: number }> = []
+    for (let r = 0; r < 6; r++) {
+      for (let i = 0; i < 3; i++) buffer.record(...clickOn(linkX), r * 10 + i, "192.0.2.1", CHROME, "", "")
+      const path_ = fileOf(buffer)
+      const end = buffer.current.journalEnd
+      sealed.push({ round: buffer.take(), path: path_, end })
+    }
+    // The first three keep their size (MAPPED_IN_FLIGHT); later ones end with their journal.
+    expect(sealed.map((s) => fs.statSync(s.path).size)).toEqual([
+      JOURNAL_BYTES,
+      JOURNAL_BYTES,
+      JOURNAL_BYTES,
+      ...sealed.slice(3).map((s) => s.end)
+    ])
+    expect(sealed.map((s) => readJournal(fs.readFileSync(s.path))!.round.count)).toEqual([3, 3, 3, 3, 3, 3])
+    // The mappings hold the files: no descriptor of the spool's is open.
+    const open = fs
+      .readdirSync("/proc/self/fd")
+      .map((fd) => {
+        try {
+          return fs.readlinkSync(`/proc/self/fd/${fd}`)
+        } catch {
+          return ""
+        }
+      })
+      .filter((target) => target.startsWith(dir))
+    expect(open).toEqual([])
+    // Published: two full files are kept for the next rounds, the rest deleted.
+    for (const { round } of sealed) spool.remove(spool.detach(round))
+    expect(files()).toHaveLength(3) // the current round's and two kept
+    expect(sealed.filter((s) => fs.existsSync(s.path)).map((s) => s.path)).toEqual(
+      sealed.slice(0, 2).map((s) => s.path)
     )
     spool.close()
     expect(files()).toEqual([])
