@@ -233,7 +233,7 @@ export class ClickRound {
 
   /** The lists' values not yet in the journal, a record each. */
   private logValues() {
-    const columns = [this.peerValues, this.agentValues, this.refererValues, this.countryValues]
+    const columns = this.lists()
     for (let c = 0; c < 4; c++) {
       const values = columns[c]!.values
       for (let v = this.logged[c]!; v < values.length; v++) {
@@ -242,6 +242,11 @@ export class ClickRound {
       }
       this.logged[c] = values.length
     }
+  }
+
+  /** The round's lists of values, by their column in a journal: peers, agents, referers, countries. */
+  lists(): ReadonlyArray<Interned> {
+    return [this.peerValues, this.agentValues, this.refererValues, this.countryValues]
   }
 
   /** The account id of run `r`. */
