@@ -10,9 +10,7 @@
  * The last line on stdout: CRASH_RESULT {"kills", "redirected", "sent", "mapped", "per_kill": [...]}
  * ("mapped": whether the spool's files were mapped, as every start said).
  */
-import * as fs from "node:fs"
-import * as path from "node:path"
-import { readJournal } from "../apps/redirector/ClickSpool.js"
+import { clicksInSpool } from "../apps/redirector/ClickSpool.js"
 import { burst, spawnRedirector, stop, waitReady } from "../test/support/redirectorProcess.js"
 import { waitFor } from "../test/support/waitFor.js"
 
@@ -28,14 +26,7 @@ if (!Number.isInteger(port) || slugPath === undefined || !slugPath.startsWith("/
 // LOG_LEVEL stays Info (spawnRedirector's): waitReady waits for the "slug table loaded" line too.
 const env = { SHORT_PORT: String(port), CLICK_CAPTURE: "on" }
 const url = `http://127.0.0.1:${port}${slugPath}`
-/** The clicks the spool's files hold, as a start after a crash reads them back. */
-const spooled = () =>
-  fs.existsSync(spoolDir)
-    ? fs
-        .readdirSync(spoolDir)
-        .filter((n) => n.endsWith(".spool"))
-        .reduce((n, f) => n + (readJournal(fs.readFileSync(path.join(spoolDir, f)))?.round.count ?? 0), 0)
-    : 0
+const spooled = () => clicksInSpool(spoolDir)
 
 const main = async () => {
   let redirected = 0

@@ -22,12 +22,13 @@ import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 
 /**
  * Where the spool's files cannot be mapped (no addon): the least time between two writes of
- * the spool, unless SPOOL_BATCH clicks wait. A click is written at the end of the event loop's turn that answered it, unless the last write was
- * less than this ago: then once it is this old, or at the end of the turn in which
- * SPOOL_BATCH clicks have come since. So a redirector makes at most 1000 writes a second
- * (a write costs ~5-20 µs here) at a low rate, where a millisecond holds a few clicks, and
- * one a turn at a high rate, where a turn holds a few dozen: a kill -9 loses the clicks of
- * the last millisecond or of the last turn, whichever is fewer (docs/redirect-tier.md, "A crash").
+ * the spool, unless SPOOL_BATCH clicks wait. A click is written at the end of the event
+ * loop's turn that answered it, unless the last write was less than this ago: then once it is
+ * this old, or at the end of the turn in which SPOOL_BATCH clicks have come since. So a
+ * redirector makes at most 1000 writes a second (a write costs ~5-20 µs here) at a low rate,
+ * where a millisecond holds a few clicks, and one a turn at a high rate, where a turn holds a
+ * few dozen: a kill -9 loses the clicks of the last millisecond or of the last turn, whichever
+ * is fewer (docs/redirect-tier.md, "A crash").
  */
 export const SPOOL_INTERVAL_MS = 1
 /** Clicks waiting for a write that bring it forward to the end of the turn. */
@@ -152,6 +153,15 @@ export const readJournal = (data: Buffer): { readonly round: ClickRound; readonl
   round.journalEnd = off
   return { round, order: orderKey(data.readDoubleLE(8), data.readUInt32LE(16)) }
 }
+
+/** The clicks that the journals in a spool directory hold, as a start after a crash would read them back. */
+export const clicksInSpool = (dir: string): number =>
+  fs.existsSync(dir)
+    ? fs
+        .readdirSync(dir)
+        .filter((name) => name.endsWith(".spool"))
+        .reduce((n, name) => n + (readJournal(fs.readFileSync(path.join(dir, name)))?.round.count ?? 0), 0)
+    : 0
 
 /**
  * The crash spool of click capture: each round's journal (ClickRound.ts) in a file of its own

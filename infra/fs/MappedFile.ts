@@ -6,11 +6,17 @@ import { fileURLToPath } from "node:url"
 
 /** What infra/fs/mapped-file.c exports. */
 export interface MappedFiles {
-  /** The first `length` bytes of the open file `fd`, allocated on disk and mapped shared: a store is in the page cache at once. Throws when the disk is full or the file cannot be mapped. */
+  /**
+   * The first `length` bytes of the open file `fd`, allocated on disk and mapped shared: a
+   * store is in the page cache at once. Throws when the disk is full or the file cannot be
+   * mapped. The mapping outlives the descriptor, and is undone when the buffer is collected.
+   */
   map(fd: number, length: number): ArrayBuffer
 }
 
-let loaded: { readonly addon: MappedFiles | undefined; readonly why: string } | undefined
+/** The addon, or why there is none. */
+type Loaded = { readonly addon: MappedFiles | undefined; readonly why: string }
+let loaded: Loaded | undefined
 
 /**
  * The mapped-file addon, built by scripts/mapped-file.sh the first time a process asks; with
@@ -18,7 +24,7 @@ let loaded: { readonly addon: MappedFiles | undefined; readonly why: string } | 
  * The script is looked for in the working directory (the launchers and the tests run from the
  * repository's root), then above this module (its source, or the bundle in .build/).
  */
-export const mappedFiles = (): { readonly addon: MappedFiles | undefined; readonly why: string } => {
+export const mappedFiles = (): Loaded => {
   if (loaded === undefined) loaded = load()
   return loaded
 }
@@ -33,7 +39,7 @@ const findScript = (): string | undefined => {
   return undefined
 }
 
-const load = () => {
+const load = (): Loaded => {
   const script = findScript()
   if (script === undefined) return { addon: undefined, why: `no scripts/mapped-file.sh in ${process.cwd()}` }
   let file: string

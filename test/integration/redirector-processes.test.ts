@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { readJournal } from "../../apps/redirector/ClickSpool.js"
+import { clicksInSpool } from "../../apps/redirector/ClickSpool.js"
 import { call } from "../support/api.js"
 import { clicksInLog } from "../support/clicks.js"
 import {
@@ -79,9 +79,7 @@ const countedClicks = async (linkId: string) => (await suite.infra.runPromise(cl
 const spoolDir = () => path.join(suite.dataDir, "spool", "redirector")
 const spoolFiles = () =>
   fs.existsSync(spoolDir()) ? fs.readdirSync(spoolDir()).filter((n) => n.endsWith(".spool")) : []
-/** The clicks the spool's files hold, as a start after a crash would read them back. */
-const spooledClicks = () =>
-  spoolFiles().reduce((n, f) => n + (readJournal(fs.readFileSync(path.join(spoolDir(), f)))?.round.count ?? 0), 0)
+const spooledClicks = () => clicksInSpool(spoolDir())
 
 describe("the click spool, with the redirector as its own process", () => {
   it("kill -9 in the middle of a burst, twice: the restarted redirector publishes what the spool held, no click that got its 302 is lost and none is counted twice", async () => {

@@ -6,7 +6,7 @@ import * as zlib from "node:zlib"
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { ClickBuffer, type ClickRound, JOURNAL_BYTES, JOURNAL_HEADER } from "../../apps/redirector/ClickRound.js"
-import { ClickSpool, readJournal, SPOOL_BATCH } from "../../apps/redirector/ClickSpool.js"
+import { ClickSpool, clicksInSpool, readJournal, SPOOL_BATCH } from "../../apps/redirector/ClickSpool.js"
 import { readSegment } from "../../apps/redirector/ClickSpoolV1.js"
 import { makeClickCapture } from "../../apps/redirector/Clicks.js"
 import { spoolIncarnation } from "../../apps/redirector/SpoolOwner.js"
@@ -34,11 +34,7 @@ const files = (d = dir) => fs.readdirSync(d).filter((n) => n.endsWith(".spool") 
 /** The clicks in a spool file (a journal), as a process started after a crash reads them. */
 const clicksInFile = (name: string) => readJournal(fs.readFileSync(path.join(dir, name)))?.round.count ?? 0
 /** The clicks in the spool's files. */
-const clicksInFiles = (d = dir) =>
-  fs
-    .readdirSync(d)
-    .filter((n) => n.endsWith(".spool"))
-    .reduce((n, f) => n + (readJournal(fs.readFileSync(path.join(d, f)))?.round.count ?? 0), 0)
+const clicksInFiles = (d = dir) => clicksInSpool(d)
 
 // The mapped-file addon is built with the machine's C compiler (scripts/mapped-file.sh), as the
 // redirector builds it: the suite below runs with it, and again writing the journals instead.
