@@ -10,7 +10,7 @@
  * The last line on stdout: CRASH_RESULT {"kills", "redirected", "sent", "mapped", "per_kill": [...]}
  * ("mapped": whether the spool's files were mapped, as every start said).
  */
-import { clicksInSpool } from "../apps/redirector/ClickSpool.js"
+import { clicksInSpool, SPOOL_UNMAPPED } from "../apps/redirector/ClickSpool.js"
 import { burst, spawnRedirector, stop, waitReady } from "../test/support/redirectorProcess.js"
 import { waitFor } from "../test/support/waitFor.js"
 
@@ -37,7 +37,7 @@ const main = async () => {
     const p = spawnRedirector(env)
     await waitReady(p)
     // The start says so when the spool's files cannot be mapped.
-    if (p.output().includes("click spool: files written a turn at a time")) mapped = false
+    if (p.output().includes(SPOOL_UNMAPPED)) mapped = false
     const load = burst(url, connections)
     // Somewhere between 1,000 and 5,000 redirects into the burst.
     const target = 1_000 + Math.floor(Math.random() * 4_000)

@@ -42,6 +42,10 @@ const CLICK_WORD = CLICK | (24 << 8)
  * most 45 characters: an IPv6 address, `TrustedProxies.ts` checks a forwarded one).
  */
 const CLICK_ROOM = 32 + (8 + MAX_RUN_ENTRY + 7) + 4 * 15 + 3 * 64
+/** A round's journal before its `begin` (and after its `reset`): none. */
+const NO_JOURNAL = Buffer.alloc(0)
+const NO_WORDS = new Int32Array(0)
+const NO_DOUBLES = new Float64Array(0)
 /** The tag of a round's records: 32 bits of its id, never 0. */
 export const tagOf = (id: string): number => Number.parseInt(id.slice(4, 12), 16) | 0 || 1
 
@@ -137,13 +141,13 @@ export class ClickRound {
    * The runs' entries are in it (per run the u32 length and bytes of its link id, then of its
    * account id), where the flusher copies them from.
    */
-  journal: Buffer = Buffer.alloc(0)
+  journal: Buffer = NO_JOURNAL
   /** Bytes of `journal` in use, and its size. */
   journalEnd = 0
   journalSize = 0
   /** The journal's words, to store a click's record with. */
-  private words = new Int32Array(0)
-  private doubles = new Float64Array(0)
+  private words = NO_WORDS
+  private doubles = NO_DOUBLES
   /** The tag of this round's records (tagOf its id). */
   private tag = 0
   /** Values of each list in the journal. */
@@ -396,11 +400,11 @@ export class ClickRound {
   reset() {
     this.count = 0
     this.runs = 0
-    this.journal = Buffer.alloc(0)
+    this.journal = NO_JOURNAL
     this.journalEnd = 0
     this.journalSize = 0
-    this.words = new Int32Array(0)
-    this.doubles = new Float64Array(0)
+    this.words = NO_WORDS
+    this.doubles = NO_DOUBLES
     this.logged.fill(0)
     this.lastLink = -1
     this.accountValues.clear()

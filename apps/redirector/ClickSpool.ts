@@ -33,6 +33,8 @@ import { held, SPOOL_OWNER as OWNER, ownerAlive } from "./SpoolOwner.js"
 export const SPOOL_INTERVAL_MS = 1
 /** Clicks waiting for a write that bring it forward to the end of the turn. */
 export const SPOOL_BATCH = 16
+/** How the start's warning begins when the spool's files cannot be mapped (the crash test and bench look for it). */
+export const SPOOL_UNMAPPED = "click spool: files written a turn at a time"
 
 /**
  * A file of the spool mapped over a round's journal (ClickRound.ts): `<host>@<owner>@<name>.spool`.
@@ -475,7 +477,7 @@ export const openClickSpool = Effect.gen(function* () {
   )
   if (!spool.mapped) {
     yield* Effect.logWarning(
-      `click spool: files written a turn at a time, so a kill -9 loses the clicks of its last turn; ` +
+      `${SPOOL_UNMAPPED}, so a kill -9 loses the clicks of its last turn; ` +
         `mapped files need infra/fs/mapped-file.c built: ${mappedFiles().why}`
     )
   }

@@ -1,7 +1,7 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
-import { clicksInSpool } from "../../apps/redirector/ClickSpool.js"
+import { clicksInSpool, SPOOL_UNMAPPED } from "../../apps/redirector/ClickSpool.js"
 import { call } from "../support/api.js"
 import { clicksInLog } from "../support/clicks.js"
 import {
@@ -92,7 +92,7 @@ describe("the click spool, with the redirector as its own process", () => {
       const p = start(port)
       await waitReady(p)
       // Its spool's files are mapped (infra/fs/mapped-file.c, built with the machine's C compiler).
-      expect(p.output()).not.toContain("click spool: files written a turn at a time")
+      expect(p.output()).not.toContain(SPOOL_UNMAPPED)
       const load = burst(url, 16)
       const target = 1_000 + Math.floor(Math.random() * 1_000)
       await waitFor(() => load.redirected() >= target, { timeoutMs: 120_000, intervalMs: 5 })
