@@ -2,7 +2,8 @@
  * A micro-benchmark of the flusher's share of click capture, per click: a round's raw clicks
  * to clicks.recorded events (apps/redirector/Clicks.ts, convertFirstRound and emit) and the
  * publish call (to an event log that only counts), for BENCH_CLICKS clicks (default 400000)
- * of one account on one link, then on a random link of a million. Prints the CPU per click,
+ * of one account on one link, then on a random link among the first thousand (another link
+ * each click, their records in the cache), then on a random link of a million. Prints the CPU per click,
  * the events made and their size.
  *
  *   node --import tsx bench/click-convert.ts
@@ -52,6 +53,7 @@ const run = async (linkOf: (i: number) => number) => {
 
 for (const [name, linkOf] of [
   ["one link", () => 1],
+  ["random link of the first 1,000", () => 1 + Math.floor(Math.random() * 1_000)],
   ["random link of 1,000,000", () => 1 + Math.floor(Math.random() * 1_000_000)]
 ] as const) {
   const r = await run(linkOf)

@@ -6,7 +6,8 @@
 #     (spawn to /readyz 200, and the slug table load the redirector logs) and its RSS, and
 #     the table's share of it (RSS of `scale` minus RSS of `one`, both loaded and idle before
 #     any traffic), and both RSS again after the warm-up (clicks waiting to be published included);
-#   - throughput with a random slug per request (bench/redirect.lua with BENCH_RANDOM): bare
+#   - throughput with a random slug per request (bench/redirect.lua with BENCH_RANDOM: every
+#     request a new string in every phase, so wrk's work is the same for all of them): bare
 #     uWebSockets.js (any path), `one` (always /s1) and `scale` (/s1 … /sN), click capture on,
 #     and the same two redirectors with click capture off (`one-off`, `scale-off`): what the
 #     table's size costs apart from what distinct links cost click capture. BENCH_ROUNDS
@@ -33,7 +34,8 @@
 # BENCH_WARMUP (s, default 3), BENCH_FIRST_WARMUP (s per server, default 15), BENCH_ROUNDS
 # (default 3), BENCH_THREADS
 # (default 1), BENCH_CONNECTIONS (default 64), BENCH_NICE (niceness of the service, default
-# 10), BENCH_KEEP=1, BENCH_CPU_PROF=DIR (CPU profiles of the two redirectors with capture on). The last line on stdout is one JSON object:
+# 10), BENCH_KEEP=1, BENCH_CPU_PROF=DIR (CPU profiles of the two redirectors with capture on),
+# BENCH_NODE_FLAGS (more node flags for those two, e.g. --perf-basic-prof for perf). The last line on stdout is one JSON object:
 #   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "load_huge_mb", "idle_rss_mb", "idle_one_rss_mb", "table_rss_mb",
 #    "rss_mb", "one_rss_mb", "bare_rps",
 #    "one_rps", "scale_rps", "scale_hot_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
@@ -86,7 +88,11 @@ ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail 
 
 # BENCH_CPU_PROF=DIR: each redirector writes a V8 CPU profile into DIR/one or DIR/scale when
 # it stops (summarize with bench/cpu-profile-summary.ts).
-cpu_prof() { [ -z "${BENCH_CPU_PROF:-}" ] || printf -- '--cpu-prof --cpu-prof-dir=%s/%s' "$BENCH_CPU_PROF" "$1"; }
+# BENCH_NODE_FLAGS: more node flags for the same two (`--perf-basic-prof`, for `perf record -p`).
+cpu_prof() {
+  [ -z "${BENCH_CPU_PROF:-}" ] || printf -- '--cpu-prof --cpu-prof-dir=%s/%s ' "$BENCH_CPU_PROF" "$1"
+  printf -- '%s' "${BENCH_NODE_FLAGS:-}"
+}
 node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the first link failed"
 # `one` loads the single link; the seeded rows after it send no events, so it keeps one.
 SHORT_PORT=$ONE_PORT LOG_LEVEL=Info sh scripts/redirector.sh $(cpu_prof one) >"$TMP/one.log" 2>&1 &
