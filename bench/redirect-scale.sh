@@ -89,13 +89,13 @@ ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail 
 # BENCH_CPU_PROF=DIR: each redirector writes a V8 CPU profile into DIR/one or DIR/scale when
 # it stops (summarize with bench/cpu-profile-summary.ts).
 # BENCH_NODE_FLAGS: more node flags for the same two (`--perf-basic-prof`, for `perf record -p`).
-cpu_prof() {
+node_flags() {
   [ -z "${BENCH_CPU_PROF:-}" ] || printf -- '--cpu-prof --cpu-prof-dir=%s/%s ' "$BENCH_CPU_PROF" "$1"
   printf -- '%s' "${BENCH_NODE_FLAGS:-}"
 }
 node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the first link failed"
 # `one` loads the single link; the seeded rows after it send no events, so it keeps one.
-SHORT_PORT=$ONE_PORT LOG_LEVEL=Info sh scripts/redirector.sh $(cpu_prof one) >"$TMP/one.log" 2>&1 &
+SHORT_PORT=$ONE_PORT LOG_LEVEL=Info sh scripts/redirector.sh $(node_flags one) >"$TMP/one.log" 2>&1 &
 ONE_PID=$!
 SHORT_PORT=$ONE_OFF_PORT CLICK_CAPTURE=off sh scripts/redirector.sh >"$TMP/one-off.log" 2>&1 &
 ONE_OFF_PID=$!
@@ -113,7 +113,7 @@ quiet_service "$ALL_PID"
 pause_pids "$ALL_PID"
 log "bench: the service process is stopped (SIGSTOP) until the end; its PostgreSQL runs on"
 start_ms=$(date +%s%3N)
-SHORT_PORT=$SCALE_PORT LOG_LEVEL=Info sh scripts/redirector.sh $(cpu_prof scale) >"$TMP/scale.log" 2>&1 &
+SHORT_PORT=$SCALE_PORT LOG_LEVEL=Info sh scripts/redirector.sh $(node_flags scale) >"$TMP/scale.log" 2>&1 &
 SCALE_PID=$!
 wait_http "http://127.0.0.1:$SCALE_PORT/readyz" "$SCALE_PID" "the million-link redirector" 300 200
 READY_MS=$(($(date +%s%3N) - start_ms))
