@@ -111,16 +111,12 @@ export const readJournal = (data: Buffer): { readonly round: ClickRound; readonl
     if (kind === CLICK) {
       if (end - body !== 24 || round.runs === 0) break
       const time = data.readDoubleLE(body)
-      const [peer, agent, referer, country] = [0, 1, 2, 3].map((k) => data.readInt32LE(body + 8 + 4 * k)) as [
-        number,
-        number,
-        number,
-        number
-      ]
-      const ok =
-        Number.isFinite(time) &&
-        [peer, agent, referer, country].every((x, k) => x >= (k >= 2 ? -1 : 0) && x < columns[k]!.values.length)
-      if (!ok) break
+      // Its peer, agent, referer and country: indexes into the lists (-1: no referer, no country).
+      const [peer, agent, referer, country] = columns.map((column, k) => {
+        const x = data.readInt32LE(body + 8 + 4 * k)
+        return x >= (k >= 2 ? -1 : 0) && x < column.values.length ? x : Number.NaN
+      }) as [number, number, number, number]
+      if (!Number.isFinite(time + peer + agent + referer + country)) break
       round.pushIndexes(round.runs - 1, time, peer, agent, referer, country)
     } else if (kind === RUN) {
       // The u32 length and bytes of its link id, then the same of its account's id.

@@ -165,6 +165,38 @@ describe.each(modes)("click spool, journals %s", (_mode, files_) => {
     spool.close()
   })
 
+  it("a click record naming a value its journal never listed, or with no time, is the end", () => {
+    const spool = open()
+    const buffer = new ClickBuffer(1_000, 1_000)
+    spool.attach(buffer)
+    buffer.record(...clickOn(linkX), 1, "192.0.2.1", CHROME, "https://a.example/", "DE")
+    buffer.record(...clickOn(linkX), 2, "192.0.2.9", CHROME, "", "")
+    sync(spool, buffer)
+    const last = buffer.current.journalEnd - 32
+    const data = Buffer.from(fs.readFileSync(fileOf(buffer)))
+    expect(readJournal(data)!.round.count).toBe(2)
+    // Peer, agent, referer and country at 16, 20, 24, 28 of the record: two peers, one agent,
+    // one referer and one country were listed (-1: none, only for referer and country).
+    for (const [at, value] of [
+      [16, 2],
+      [16, -1],
+      [20, 1],
+      [20, -1],
+      [24, 1],
+      [24, -2],
+      [28, 1],
+      [28, -2]
+    ] as const) {
+      const bad = Buffer.from(data)
+      bad.writeInt32LE(value, last + at)
+      expect(readJournal(bad)!.round.count).toBe(1)
+    }
+    const timeless = Buffer.from(data)
+    timeless.writeDoubleLE(Number.NaN, last + 8)
+    expect(readJournal(timeless)!.round.count).toBe(1)
+    spool.close()
+  })
+
   it(`clicks are in the file ${mapped ? "when record returns" : "within the spool's interval"}, and the files are deleted once the log has them`, async () => {
     const log = recordingLog()
     const spool = open(dir, 5)
