@@ -47,6 +47,13 @@ const modes: ReadonlyArray<[string, MappedFiles | null]> = [
   ["written a turn at a time", null]
 ]
 
+/** A click buffer of 1,000 clicks whose rounds `spool` keeps. */
+const attached = (spool: ClickSpool) => {
+  const buffer = new ClickBuffer(1_000, 1_000)
+  spool.attach(buffer)
+  return buffer
+}
+
 /** An event log that keeps what it is given; `onPublish` runs before it acknowledges. */
 const recordingLog = (onPublish: () => void = () => {}) => {
   const published: Array<OutgoingRecord> = []
@@ -73,8 +80,7 @@ describe.each(modes)("click spool, journals %s", (_mode, files_) => {
   it("a round recorded in several steps reads back click for click, values and links included", () => {
     const spool = open()
     expect(spool.mapped).toBe(mapped)
-    const buffer = new ClickBuffer(1_000, 1_000)
-    spool.attach(buffer)
+    const buffer = attached(spool)
     const t0 = 1_700_000_000_000
     buffer.record(...clickOn(linkX), t0, v4(192, 0, 2, 1), CHROME, "", "")
     buffer.record(...clickOn(linkY), t0 + 1, "2001:db8::1", "curl/8", "https://a.example/x", "FR")
@@ -136,8 +142,7 @@ describe.each(modes)("click spool, journals %s", (_mode, files_) => {
 
   it("a journal cut short or torn by a crash reads up to its last whole record", () => {
     const spool = open()
-    const buffer = new ClickBuffer(1_000, 1_000)
-    spool.attach(buffer)
+    const buffer = attached(spool)
     buffer.record(...clickOn(linkX), 1, "192.0.2.1", CHROME, "", "")
     sync(spool, buffer)
     const whole = buffer.current.journalEnd
@@ -167,8 +172,7 @@ describe.each(modes)("click spool, journals %s", (_mode, files_) => {
 
   it("a click record naming a value its journal never listed, or with no time, is the end", () => {
     const spool = open()
-    const buffer = new ClickBuffer(1_000, 1_000)
-    spool.attach(buffer)
+    const buffer = attached(spool)
     buffer.record(...clickOn(linkX), 1, "192.0.2.1", CHROME, "https://a.example/", "DE")
     buffer.record(...clickOn(linkX), 2, "192.0.2.9", CHROME, "", "")
     sync(spool, buffer)
@@ -297,8 +301,7 @@ describe.each(modes)("click spool, journals %s", (_mode, files_) => {
 
   it("a second spool in the same process leaves the files of the first alone", () => {
     const first = open()
-    const buffer = new ClickBuffer(1_000, 1_000)
-    first.attach(buffer)
+    const buffer = attached(first)
     buffer.record(...clickOn(linkX), 1, "192.0.2.1", CHROME, "", "")
     sync(first, buffer)
     expect(files()).toHaveLength(1)
@@ -387,8 +390,7 @@ describe("click spool, mapped journals reused", () => {
       }
     }
     const spool = new ClickSpool(dir, 60_000, failing)
-    const buffer = new ClickBuffer(1_000, 1_000)
-    spool.attach(buffer)
+    const buffer = attached(spool)
     buffer.record(...clickOn(linkX), 1, "192.0.2.1", CHROME, "", "")
     expect(buffer.count).toBe(1)
     expect(spool.failures).toBe(1)
