@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { EventLog } from "../../domain/EventLog.js"
 import { LinkEvent, Topics } from "../../domain/Events.js"
 import { isReservedSlug, type Link } from "../../domain/Link.js"
-import { LinkRepo } from "../../domain/ports/LinkRepo.js"
+import { LinkRepo, type LinkSnapshot } from "../../domain/ports/LinkRepo.js"
 import { hugePagesOf } from "../../infra/Processes.js"
 import { prepareLocation } from "./Location.js"
 
@@ -20,19 +20,8 @@ export interface SlugEntry {
   readonly expiresAt: number
 }
 
-/** A link's whole state, as both the links table and every links.v1 event carry it. */
-export interface LinkState {
-  readonly id: string
-  readonly accountId: string
-  readonly slug: string
-  readonly destinationUrl: string
-  readonly active: boolean
-  readonly utm: Readonly<Record<string, string>> | null
-  /** ms since the epoch, or null. */
-  readonly expiresAt: number | null
-  /** ms since the epoch: the version of this state. */
-  readonly updatedAt: number
-}
+/** A link's whole state, as both the links table (LinkRepo's snapshots) and every links.v1 event carry it. */
+export type LinkState = LinkSnapshot
 
 /**
  * A bucket: one record in 128 bytes, at a position its path's hash gives. Its fixed part: the
