@@ -51,14 +51,10 @@ service_env 18680
 unset S3_BUCKET
 export IMAGE_CLASSIFIER=none
 
-start=$(date +%s)
-node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
-ALL_PID=$!
-wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
+start_service
 wait_http "http://127.0.0.1:$SHORT_PORT/readyz" "$ALL_PID" "the redirector" 60 200
-log "bench: service up after $(($(date +%s) - start))s (embedded engines in $DATA_DIR)"
 
-ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
+ACCOUNT_ID=$(bench_account) || die "cli accounts create failed"
 API_KEY=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes images:read,images:write,links:write --json |
   tail -n 1 | json_field key) || die "cli keys create failed"
 

@@ -186,6 +186,27 @@ deprioritize() {
   done
 }
 
+# start_service [NICENESS]: the service (apps/all/main.ts: the API, the workers, the embedded
+# engines in DATA_DIR) in the background as ALL_PID, its log $TMP/all.log, once /readyz
+# answers. With a niceness it runs under `nice` and its PostgreSQL's backends are
+# deprioritized too (deprioritize): for the benchmarks that measure other servers beside it.
+start_service() {
+  local start
+  start=$(date +%s)
+  if [ -n "${1:-}" ]; then
+    nice -n "$1" node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
+  else
+    node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
+  fi
+  ALL_PID=$!
+  wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
+  [ -z "${1:-}" ] || deprioritize "$ALL_PID" "$1"
+  log "bench: service up after $(($(date +%s) - start))s (embedded engines in $DATA_DIR)"
+}
+
+# bench_account: creates an account named bench through the operator CLI; prints its id.
+bench_account() { npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id; }
+
 # quiet_wait PID NAME: waits (at most BENCH_QUIET_TIMEOUT s, default 60) until PID's process
 # tree uses less than 10% of a core over a second, so that a phase does not measure the
 # service still digesting the clicks of the phase before. Prints how long it waited.
@@ -225,7 +246,7 @@ wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\
 # round; slice_add NAME SERVER_TICKS SERVICE_TICKS BUSY_TICKS after each run (it fails on an
 # error answer or a run without result); slice_json NAME: the phase's round as one JSON object
 # (requests, duration_s, rps over their whole time, p99_ms the median of the runs', and the
-# ticks summed); slice_line ROUND NAME: the same for people.
+# ticks summed); slice_line ROUND NAME: the same for people; slices_round: both, for a round.
 slices_reset() {
   unset SL_REQS SL_SECS SL_SERVER SL_SERVICE SL_BUSY SL_P99
   declare -gA SL_REQS=() SL_SECS=() SL_SERVER=() SL_SERVICE=() SL_BUSY=() SL_P99=()
@@ -252,6 +273,17 @@ slice_json() {
 slice_line() {
   awk -v round="$1" -v n="$2" -v r="${SL_REQS[$2]}" -v s="${SL_SECS[$2]}" -v t="${SL_SERVER[$2]}" -v hz="$HZ" \
     'BEGIN { printf "round %s %-17s %9.1f req/s  %.2f us of its CPU a request\n", round, n, r / s, t / hz * 1e6 / r }'
+}
+# slices_round ROUND NAME...: after a round, each phase's slice_line, and the round (each
+# phase's slice_json by its name) appended to RUNS as one JSON object.
+slices_round() {
+  local round=$1 name line="{"
+  shift
+  for name in "$@"; do
+    slice_line "$round" "$name"
+    line="$line\"$name\":$(slice_json "$name"),"
+  done
+  RUNS+=("${line%,}}")
 }
 
 # rss_mb PID: resident memory of one process, in MB.

@@ -146,12 +146,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
       slice_add "${NAMES[$p]}" "$ticks" 0 0
     done
   done
-  line="{"
-  for name in "${NAMES[@]}"; do
-    slice_line "$round" "$name"
-    line="$line\"$name\":$(slice_json "$name"),"
-  done
-  RUNS+=("${line%,}}")
+  slices_round "$round" "${NAMES[@]}"
 done
 
 node -e '

@@ -49,11 +49,8 @@ free_port PROCS_PORT 18791
 free_port THREADS_PORT 18792
 
 log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase, $ROUNDS rounds"
-nice -n "$NICE" node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
-ALL_PID=$!
-wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
-deprioritize "$ALL_PID" "$NICE"
-ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
+start_service "$NICE"
+ACCOUNT_ID=$(bench_account) || die "cli accounts create failed"
 node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the link failed"
 
 # Started as `npm run start:redirector` starts one (scripts/redirector.sh: its node flags and glibc tunable).

@@ -80,11 +80,8 @@ free_port SCALE_OFF_PORT 18694
 log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, $LINKS links, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase"
 # The service (PostgreSQL, the event log, the click projector) is not what is measured: it
 # runs niced, so it takes the CPU the measured servers leave.
-nice -n "$NICE" node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
-ALL_PID=$!
-wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
-deprioritize "$ALL_PID" "$NICE"
-ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
+start_service "$NICE"
+ACCOUNT_ID=$(bench_account) || die "cli accounts create failed"
 
 # BENCH_CPU_PROF=DIR: each redirector writes a V8 CPU profile into DIR/one or DIR/scale when
 # it stops (summarize with bench/cpu-profile-summary.ts).
@@ -181,12 +178,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
       slice_add "$name" "$server" "$service" "$busy"
     done
   done
-  line="{"
-  for name in "${NAMES[@]}"; do
-    slice_line "$round" "$name"
-    line="$line\"$name\":$(slice_json "$name"),"
-  done
-  RUNS+=("${line%,}}")
+  slices_round "$round" "${NAMES[@]}"
 done
 
 node -e '

@@ -111,14 +111,9 @@ custom_domain_dns
 
 log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase (warm-up ${WARMUP}s)"
 
-start=$(date +%s)
-nice -n "$NICE" node --import tsx apps/all/main.ts >"$TMP/all.log" 2>&1 &
-ALL_PID=$!
-wait_http "$API/readyz" "$ALL_PID" "the service (apps/all/main.ts)" 180 200
-deprioritize "$ALL_PID" "$NICE"
-log "bench: service up after $(($(date +%s) - start))s (embedded engines in $DATA_DIR)"
+start_service "$NICE"
 
-ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) || die "cli accounts create failed"
+ACCOUNT_ID=$(bench_account) || die "cli accounts create failed"
 API_KEY=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes links:read,links:write,analytics:read,domains:read,domains:write --json |
   tail -n 1 | json_field key) || die "cli keys create failed"
 
