@@ -54,7 +54,7 @@ export IMAGE_CLASSIFIER=none
 start_service
 wait_http "http://127.0.0.1:$SHORT_PORT/readyz" "$ALL_PID" "the redirector" 60 200
 
-ACCOUNT_ID=$(bench_account) || die "cli accounts create failed"
+bench_account
 API_KEY=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes images:read,images:write,links:write --json |
   tail -n 1 | json_field key) || die "cli keys create failed"
 

@@ -204,8 +204,11 @@ start_service() {
   log "bench: service up after $(($(date +%s) - start))s (embedded engines in $DATA_DIR)"
 }
 
-# bench_account: creates an account named bench through the operator CLI; prints its id.
-bench_account() { npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id; }
+# bench_account: creates an account named bench through the operator CLI, its id in ACCOUNT_ID.
+bench_account() {
+  ACCOUNT_ID=$(npm run --silent cli -- accounts create --name bench --json | tail -n 1 | json_field id) ||
+    die "cli accounts create failed"
+}
 
 # quiet_wait PID NAME: waits (at most BENCH_QUIET_TIMEOUT s, default 60) until PID's process
 # tree uses less than 10% of a core over a second, so that a phase does not measure the

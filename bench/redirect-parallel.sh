@@ -50,7 +50,7 @@ free_port THREADS_PORT 18792
 
 log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, wrk -t$THREADS -c$CONNECTIONS, ${DURATION}s per phase, $ROUNDS rounds"
 start_service "$NICE"
-ACCOUNT_ID=$(bench_account) || die "cli accounts create failed"
+bench_account
 node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the link failed"
 
 # Started as `npm run start:redirector` starts one (scripts/redirector.sh: its node flags and glibc tunable).

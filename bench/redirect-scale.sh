@@ -81,7 +81,7 @@ log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, $LINK
 # The service (PostgreSQL, the event log, the click projector) is not what is measured: it
 # runs niced, so it takes the CPU the measured servers leave.
 start_service "$NICE"
-ACCOUNT_ID=$(bench_account) || die "cli accounts create failed"
+bench_account
 
 # BENCH_CPU_PROF=DIR: each redirector writes a V8 CPU profile into DIR/one or DIR/scale when
 # it stops (summarize with bench/cpu-profile-summary.ts).

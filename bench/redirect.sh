@@ -113,7 +113,7 @@ log "bench: node $(node --version), $(nproc 2>/dev/null || echo '?') cpus, wrk -
 
 start_service "$NICE"
 
-ACCOUNT_ID=$(bench_account) || die "cli accounts create failed"
+bench_account
 API_KEY=$(npm run --silent cli -- keys create --account "$ACCOUNT_ID" --scopes links:read,links:write,analytics:read,domains:read,domains:write --json |
   tail -n 1 | json_field key) || die "cli keys create failed"
 
