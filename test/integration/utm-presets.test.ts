@@ -168,13 +168,15 @@ describe("UTM presets: create, read, list", () => {
         for (const c of [{}, { method: "PATCH", body: { name: "x" } }, { method: "DELETE" }]) {
           // Either it answers, or its query joins the control in waiting for the lock.
           const stop = new AbortController()
-          const res = await Promise.race([
-            call(url, { key: acct.key, ...c }),
-            waitFor(async () => (await waitingForTheLock()) > 1, {
-              signal: stop.signal,
-              message: `an answer to ${c.method ?? "GET"} ${url}`
-            }).then(() => ({ status: 0, text: "no answer: the request waited for SQL", json: {} }))
-          ]).finally(() => stop.abort())
+          const waited = waitFor(async () => (await waitingForTheLock()) > 1, {
+            signal: stop.signal,
+            message: `an answer to ${c.method ?? "GET"} ${url}`
+          }).then(() => ({ status: 0, text: "no answer: the request waited for SQL", json: {} }))
+          const res = await Promise.race([call(url, { key: acct.key, ...c }), waited]).finally(async () => {
+            // The poll ends once its query in flight on `client` is done: the next one may start.
+            stop.abort()
+            await waited.catch(() => undefined)
+          })
           expectError(res, 404, "not_found")
         }
       }
