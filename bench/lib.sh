@@ -248,29 +248,32 @@ wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\
 # in several wrk runs of $TMP/wrk.txt, taking turns with the others. slices_reset before a
 # round; slice_add NAME SERVER_TICKS SERVICE_TICKS BUSY_TICKS after each run (it fails on an
 # error answer or a run without result); slice_json NAME: the phase's round as one JSON object
-# (requests, duration_s, rps over their whole time, p99_ms the median of the runs', and the
-# ticks summed); slice_line ROUND NAME: the same for people; slices_round: both, for a round.
+# (requests, duration_s, rps over their whole time, slices_rps each run's in turn, p99_ms the
+# median of the runs', and the ticks summed); slice_line ROUND NAME: the same for people;
+# slices_round: both, for a round.
 slices_reset() {
-  unset SL_REQS SL_SECS SL_SERVER SL_SERVICE SL_BUSY SL_P99
-  declare -gA SL_REQS=() SL_SECS=() SL_SERVER=() SL_SERVICE=() SL_BUSY=() SL_P99=()
+  unset SL_REQS SL_SECS SL_SERVER SL_SERVICE SL_BUSY SL_P99 SL_RPS
+  declare -gA SL_REQS=() SL_SECS=() SL_SERVER=() SL_SERVICE=() SL_BUSY=() SL_P99=() SL_RPS=()
 }
 slice_add() {
-  local name=$1 requests
+  local name=$1 requests duration
   requests=$(wrk_field requests)
   [ -n "$requests" ] && [ "$requests" -gt 0 ] || die "wrk $name printed no result: $(cat "$TMP/wrk.txt")"
   [ "$(wrk_field non3xx)" = 0 ] && [ "$(wrk_field socket_errors)" = 0 ] || die "phase $name had errors: $(cat "$TMP/wrk.txt")"
+  duration=$(wrk_field duration_s)
   SL_REQS[$name]=$((${SL_REQS[$name]:-0} + requests))
-  SL_SECS[$name]=$(awk -v a="${SL_SECS[$name]:-0}" -v b="$(wrk_field duration_s)" 'BEGIN { printf "%.3f", a + b }')
+  SL_SECS[$name]=$(awk -v a="${SL_SECS[$name]:-0}" -v b="$duration" 'BEGIN { printf "%.3f", a + b }')
+  SL_RPS[$name]="${SL_RPS[$name]:+${SL_RPS[$name]},}$(awk -v r="$requests" -v s="$duration" 'BEGIN { printf "%.1f", r / s }')"
   SL_SERVER[$name]=$((${SL_SERVER[$name]:-0} + $2)) SL_SERVICE[$name]=$((${SL_SERVICE[$name]:-0} + $3))
   SL_BUSY[$name]=$((${SL_BUSY[$name]:-0} + $4)) SL_P99[$name]="${SL_P99[$name]:-} $(wrk_field p99_ms)"
 }
 slice_json() {
   awk -v r="${SL_REQS[$1]}" -v s="${SL_SECS[$1]}" -v p="${SL_P99[$1]}" -v a="${SL_SERVER[$1]}" -v b="${SL_SERVICE[$1]}" \
-    -v c="${SL_BUSY[$1]}" -v hz="$HZ" '
+    -v c="${SL_BUSY[$1]}" -v hz="$HZ" -v sl="${SL_RPS[$1]}" '
     BEGIN {
       n = split(p, x, " ")
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] + 0 < x[i] + 0) { t = x[i]; x[i] = x[j]; x[j] = t }
-      printf "{\"requests\":%d,\"duration_s\":%.3f,\"rps\":%.1f,\"p99_ms\":%.3f,\"server_ticks\":%d,\"service_ticks\":%d,\"busy_ticks\":%d,\"hz\":%d}", r, s, r / s, x[int((n + 1) / 2)], a, b, c, hz
+      printf "{\"requests\":%d,\"duration_s\":%.3f,\"rps\":%.1f,\"slices_rps\":[%s],\"p99_ms\":%.3f,\"server_ticks\":%d,\"service_ticks\":%d,\"busy_ticks\":%d,\"hz\":%d}", r, s, r / s, sl, x[int((n + 1) / 2)], a, b, c, hz
     }'
 }
 slice_line() {

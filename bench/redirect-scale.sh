@@ -161,7 +161,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
   quiet_service "$ALL_PID" # its PostgreSQL: the service's own process is stopped
   slices_reset
   for ((slice = 1; slice <= SLICES; slice++)); do
-    for name in "${NAMES[@]}"; do
+    # Every other slice the phases take their turns backwards, so no phase always follows the
+    # same one (what a phase leaves behind, its PostgreSQL's last inserts say, falls on each).
+    order=("${NAMES[@]}")
+    ((slice % 2)) || order=($(printf '%s\n' "${NAMES[@]}" | tac))
+    for name in "${order[@]}"; do
       pid=${PID_OF[$name]}
       # The servers not measured are stopped meanwhile (bench/redirect.sh does the same).
       others=$(all_but "$pid" "${PID_OF[@]}")
@@ -210,6 +214,12 @@ node -e '
     out[`${name}_other_cpu_us`] = f(median(rounds.map((r) => ((r[name].busy_ticks - r[name].server_ticks - r[name].service_ticks) / r[name].hz) * 1e6 / r[name].requests)), 2)
   }
   const list = (a, b) => rounds.map((r) => (r[a].rps / r[b].rps).toFixed(3)).join(", ")
+  // The same ratios slice by slice (the two phases of a pair ran next to each other).
+  const pairs = (a, b) => rounds.flatMap((r) => r[a].slices_rps.map((x, i) => x / r[b].slices_rps[i]))
+  const slices = (a, b) => pairs(a, b).map((x) => x.toFixed(3)).join(" ")
+  out.scale_vs_one_slices = f(median(pairs("scale", "one")), 4)
+  out.scale_vs_one_nocapture_slices = f(median(pairs("scale-off", "one-off")), 4)
+  console.log(`slices: scale/one ${slices("scale", "one")} (median ${out.scale_vs_one_slices}); capture off ${slices("scale-off", "one-off")} (median ${out.scale_vs_one_nocapture_slices})`)
   console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}; capture off: scale/one ${list("scale-off", "one-off")}; scale/scale-hot ${list("scale", "scale-hot")}; scale-hot/one ${list("scale-hot", "one")}`)
   console.log(names.map((n) => `${n}: ${out[`${n}_cpu_us`]} us of its own CPU per request, service ${out[`${n}_service_cpu_us`]}, the rest (wrk) ${out[`${n}_other_cpu_us`]}`).join("; "))
   // Where the extra CPU of a random link goes (medians of the rounds: the parts need not add up exactly).
