@@ -12,8 +12,9 @@
 #     and the same two redirectors with click capture off (`one-off`, `scale-off`): what the
 #     table's size costs apart from what distinct links cost click capture. BENCH_ROUNDS
 #     rounds; within a round the phases take turns in BENCH_SLICES slices (as in
-#     bench/redirect.sh), so a fast or slow spell of the machine falls on all of them; each
-#     ratio is the median of the rounds;
+#     bench/redirect.sh), every other slice backwards, so a fast or slow spell of the machine
+#     falls on all of them and no phase always follows the same one; each ratio is the median
+#     of the rounds (and scale/one's, for comparison, also the median of the slice pairs);
 #   - `scale-hot`: the same million-link redirector, capture on, with a random slug among the
 #     first BENCH_HOT_LINKS (default 1,000) only, whose buckets stay in the CPU's caches: every
 #     click is still on another link than the one before (capture's work for it is nearly the
@@ -39,7 +40,8 @@
 #   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "load_huge_mb", "idle_rss_mb", "idle_one_rss_mb", "table_rss_mb",
 #    "rss_mb", "one_rss_mb", "bare_rps",
 #    "one_rps", "scale_rps", "scale_hot_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
-#    "scale_vs_one_nocapture", "scale_vs_hot", "hot_vs_one", per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us"}
+#    "scale_vs_one_nocapture", "scale_vs_hot", "hot_vs_one", "scale_vs_one_slices" and
+#    "scale_vs_one_nocapture_slices" (the medians of the slice pairs' ratios), per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us"}
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect-scale.sh
