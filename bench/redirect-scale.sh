@@ -8,7 +8,8 @@
 #     any traffic), and both RSS again after the warm-up (clicks waiting to be published included);
 #   - throughput with a random slug per request (bench/redirect.lua with BENCH_RANDOM: every
 #     request a new string in every phase, so wrk's work is the same for all of them): bare
-#     uWebSockets.js (any path), `one` (always /s1) and `scale` (/s1 … /sN), click capture on,
+#     uWebSockets.js (any path), `one` (always /s1, written with N's digits: /s0000001) and
+#     `scale` (/s1 … /sN, each as wide as N), click capture on,
 #     and the same two redirectors with click capture off (`one-off`, `scale-off`): what the
 #     table's size costs apart from what distinct links cost click capture. BENCH_ROUNDS
 #     rounds; within a round the phases take turns in BENCH_SLICES slices (as in
@@ -92,7 +93,10 @@ node_flags() {
   [ -z "${BENCH_CPU_PROF:-}" ] || printf -- '--cpu-prof --cpu-prof-dir=%s/%s ' "$BENCH_CPU_PROF" "$1"
   printf -- '%s' "${BENCH_NODE_FLAGS:-}"
 }
-node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 || die "seeding the first link failed"
+# Every slug has the digits of BENCH_LINKS (s0000001 … s1000000), and so every link's id and
+# Location one length: the one-link phases' requests and answers are as long as the others'.
+WIDTH=${#LINKS}
+node --import tsx bench/seed-links.ts "$ACCOUNT_ID" 1 "$WIDTH" || die "seeding the first link failed"
 # `one` loads the single link; the seeded rows after it send no events, so it keeps one.
 SHORT_PORT=$ONE_PORT LOG_LEVEL=Info sh scripts/redirector.sh $(node_flags one) >"$TMP/one.log" 2>&1 &
 ONE_PID=$!
@@ -101,7 +105,7 @@ ONE_OFF_PID=$!
 wait_http "http://127.0.0.1:$ONE_PORT/readyz" "$ONE_PID" "the one-link redirector" 120 200
 wait_http "http://127.0.0.1:$ONE_OFF_PORT/readyz" "$ONE_OFF_PID" "the one-link redirector (capture off)" 120 200
 log "bench: seeding $LINKS links"
-node --import tsx bench/seed-links.ts "$ACCOUNT_ID" "$LINKS" || die "seeding failed"
+node --import tsx bench/seed-links.ts "$ACCOUNT_ID" "$LINKS" "$WIDTH" || die "seeding failed"
 
 quiet_service "$ALL_PID"
 # From here on the service's own process is stopped (its embedded PostgreSQL, a process of its
@@ -138,9 +142,9 @@ BENCH_PATH=/ BARE_PORT=$BARE_PORT node --import tsx bench/bare-uws.ts >"$TMP/bar
 BARE_PID=$!
 wait_http "http://127.0.0.1:$BARE_PORT/" "$BARE_PID" "the bare uWebSockets.js server" 60 302
 
-# phase NAME PORT RANDOM SECONDS [OUT]: GET /s<k>, k random in 1..RANDOM.
+# phase NAME PORT RANDOM SECONDS [OUT]: GET /s<k>, k random in 1..RANDOM, WIDTH digits.
 phase() {
-  BENCH_PATH=/s BENCH_RANDOM=$3 BENCH_GET_SECONDS=$(($4 + 3600)) run_wrk "${5:-$TMP/wrk-$1.txt}" -t"$THREADS" \
+  BENCH_PATH=/s BENCH_RANDOM=$3 BENCH_PAD=$WIDTH BENCH_GET_SECONDS=$(($4 + 3600)) run_wrk "${5:-$TMP/wrk-$1.txt}" -t"$THREADS" \
     -c"$CONNECTIONS" -d"$4s" --latency -s bench/redirect.lua "http://127.0.0.1:$2" || die "wrk $1 failed"
 }
 deprioritize "$ALL_PID" "$NICE"

@@ -11,6 +11,8 @@
 -- request equal to the last one (N = 1: always /s1) costs wrk 0.3 us less than a new string
 -- and its collection (0.08 against 0.35-0.38 us in luajit), which made the one-link phases
 -- look 1-4% faster than the random ones for wrk's sake, not the server's.
+-- With BENCH_PAD=W as well, k has W digits (zeros in front: bench/seed-links.ts's WIDTH), so
+-- the one-link phases' request (/s0000001) is as long as any random one's.
 local threads = {}
 
 function setup(thread)
@@ -31,6 +33,7 @@ function init(args)
   get_req = wrk.format("GET", path, headers)
   head_req = wrk.format("HEAD", path, headers)
   random_n = tonumber(os.getenv("BENCH_RANDOM") or "0")
+  key_format = "%0" .. (tonumber(os.getenv("BENCH_PAD") or "0") or 0) .. "d"
   if random_n > 0 then
     math.randomseed(os.time() + (tonumber(tostring({}):match("0x(%x+)") or "0", 16) or 0) % 100000)
   end
@@ -40,7 +43,7 @@ function request()
   if os.time() - started < get_seconds then
     gets = gets + 1
     if random_n > 0 then
-      return wrk.format("GET", path .. math.random(1, random_n) .. "?r=" .. gets, headers)
+      return wrk.format("GET", path .. string.format(key_format, math.random(1, random_n)) .. "?r=" .. gets, headers)
     end
     return get_req
   end
