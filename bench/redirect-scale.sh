@@ -151,6 +151,8 @@ deprioritize "$ALL_PID" "$NICE"
 # The phases: each one's server (port and pid) and paths (/s1 only, /s1 … /sN, or the first
 # BENCH_HOT_LINKS of them on the million-link redirector: scale-hot).
 NAMES=(bare one scale scale-hot one-off scale-off)
+BACKWARDS=()
+for name in "${NAMES[@]}"; do BACKWARDS=("$name" "${BACKWARDS[@]}"); done
 declare -A PORT_OF=([bare]=$BARE_PORT [one]=$ONE_PORT [scale]=$SCALE_PORT [scale-hot]=$SCALE_PORT [one-off]=$ONE_OFF_PORT [scale-off]=$SCALE_OFF_PORT)
 declare -A PID_OF=([bare]=$BARE_PID [one]=$ONE_PID [scale]=$SCALE_PID [scale-hot]=$SCALE_PID [one-off]=$ONE_OFF_PID [scale-off]=$SCALE_OFF_PID)
 declare -A LINKS_OF=([bare]=$LINKS [one]=1 [scale]=$LINKS [scale-hot]=$HOT_LINKS [one-off]=1 [scale-off]=$LINKS)
@@ -169,8 +171,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   for ((slice = 1; slice <= SLICES; slice++)); do
     # Every other slice the phases take their turns backwards, so no phase always follows the
     # same one (what a phase leaves behind, its PostgreSQL's last inserts say, falls on each).
-    order=("${NAMES[@]}")
-    ((slice % 2)) || order=($(printf '%s\n' "${NAMES[@]}" | tac))
+    if ((slice % 2)); then order=("${NAMES[@]}"); else order=("${BACKWARDS[@]}"); fi
     for name in "${order[@]}"; do
       pid=${PID_OF[$name]}
       # The servers not measured are stopped meanwhile (bench/redirect.sh does the same).
