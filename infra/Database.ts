@@ -61,7 +61,13 @@ export const PgLive = Layer.unwrapScoped(
         applicationName: APPLICATION_NAME
       })
     }
-    const embedded = yield* acquireEmbeddedPostgres(config.dataDir)
+    const embedded = yield* acquireEmbeddedPostgres(config.dataDir, [
+      config.apiPort,
+      config.shortPort,
+      config.mediaPort,
+      config.workersPort,
+      config.snapshotPort
+    ])
     yield* Effect.logInfo(
       `embedded PostgreSQL ${embedded.owned ? "started" : "already running"} on 127.0.0.1:${embedded.port}`
     )

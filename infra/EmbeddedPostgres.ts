@@ -99,6 +99,23 @@ const freePort = () =>
     })
   })
 
+/**
+ * A free port that is none of `reserved`: the ports the service itself is configured to
+ * listen on, which are free until its listeners bind them just after the database is up. The
+ * kernel hands out ephemeral ports at random, so it may offer one of them (a MEDIA_PORT that
+ * a test took from the same range, say): ask again.
+ */
+export const freePortOutside = async (
+  reserved: ReadonlyArray<number>,
+  pick: () => Promise<number> = freePort
+): Promise<number> => {
+  for (let tries = 0; tries < 64; tries++) {
+    const port = await pick()
+    if (!reserved.includes(port)) return port
+  }
+  throw new Error(`every free port offered was one of the service's own (${reserved.join(", ")})`)
+}
+
 /** A server already running on this data directory (postmaster.pid: line 1 pid, line 4 port). */
 const runningServer = (pgdata: string): { readonly pid: number; readonly port: number } | undefined => {
   const pidFile = path.join(pgdata, "postmaster.pid")
@@ -205,7 +222,9 @@ const stop = async (child: ChildProcess) => {
  * without releasing it (kill -9).
  */
 export const acquireEmbeddedPostgres = (
-  dataDir: string
+  dataDir: string,
+  /** Ports the server must not take: the ones the service listens on (freePortOutside). */
+  reservedPorts: ReadonlyArray<number> = []
 ): Effect.Effect<EmbeddedPostgresConnection, EmbeddedPostgresError, Scope.Scope> =>
   Effect.gen(function* () {
     const bin = yield* binaries
@@ -272,7 +291,7 @@ export const acquireEmbeddedPostgres = (
       yield* Effect.promise(() => stopLeftover(existing.pid))
     }
 
-    const port = yield* attempt("cannot find a free port", freePort)
+    const port = yield* attempt("cannot find a free port", () => freePortOutside(reservedPorts))
     yield* Effect.acquireRelease(
       attempt(`embedded PostgreSQL did not start on ${pgdata}`, async () => {
         const child = await startServer(bin.postgres, pgdata, port, ids)
