@@ -125,6 +125,15 @@ export interface AppConfigShape {
   readonly trustedProxies: TrustedProxies
 }
 
+/** The ports the service's listeners take (`ports` above): nothing else of it may bind them. */
+export const listenPorts = (c: AppConfigShape): ReadonlyArray<number> => [
+  c.apiPort,
+  c.shortPort,
+  c.mediaPort,
+  c.workersPort,
+  c.snapshotPort
+]
+
 export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShape>() {
   static readonly layer = Layer.effect(AppConfig, appConfig)
   static readonly make = (overrides: Partial<AppConfigShape>) =>

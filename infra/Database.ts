@@ -3,7 +3,7 @@ import { SqlError } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Effect, Layer, Metric, Option, Redacted } from "effect"
 import pg from "pg"
-import { AppConfig } from "./AppConfig.js"
+import { AppConfig, listenPorts } from "./AppConfig.js"
 import { acquireEmbeddedPostgres } from "./EmbeddedPostgres.js"
 import { databasePool } from "./Metrics.js"
 import { migrations } from "./migrations/index.js"
@@ -61,13 +61,7 @@ export const PgLive = Layer.unwrapScoped(
         applicationName: APPLICATION_NAME
       })
     }
-    const embedded = yield* acquireEmbeddedPostgres(config.dataDir, [
-      config.apiPort,
-      config.shortPort,
-      config.mediaPort,
-      config.workersPort,
-      config.snapshotPort
-    ])
+    const embedded = yield* acquireEmbeddedPostgres(config.dataDir, listenPorts(config))
     yield* Effect.logInfo(
       `embedded PostgreSQL ${embedded.owned ? "started" : "already running"} on 127.0.0.1:${embedded.port}`
     )
