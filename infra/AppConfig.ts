@@ -25,7 +25,8 @@ const port = (name: string, fallback: number) =>
     Config.withDefault(fallback)
   )
 
-const ports = Config.all({
+/** The ports the service's listeners take, by setting: `listenPorts` reads them all. */
+const portSettings = {
   apiPort: port("API_PORT", 8080),
   shortPort: port("SHORT_PORT", 8081),
   mediaPort: port("MEDIA_PORT", 8082),
@@ -33,7 +34,8 @@ const ports = Config.all({
   workersPort: port("WORKERS_PORT", 8084),
   // The snapshot host (apps/snapshots): its own origin, so captured pages share nothing with the others.
   snapshotPort: port("SNAPSHOT_PORT", 8083)
-})
+}
+const ports = Config.all(portSettings)
 
 /**
  * Every setting the service reads, read once at start. Names are stable: scripts rely on
@@ -125,14 +127,9 @@ export interface AppConfigShape {
   readonly trustedProxies: TrustedProxies
 }
 
-/** The ports the service's listeners take (`ports` above): nothing else of it may bind them. */
-export const listenPorts = (c: AppConfigShape): ReadonlyArray<number> => [
-  c.apiPort,
-  c.shortPort,
-  c.mediaPort,
-  c.workersPort,
-  c.snapshotPort
-]
+/** The ports the service's listeners take (every one of `portSettings`): nothing else of it may bind them. */
+export const listenPorts = (c: AppConfigShape): ReadonlyArray<number> =>
+  (Object.keys(portSettings) as Array<keyof typeof portSettings>).map((setting) => c[setting])
 
 export class AppConfig extends Context.Tag("AppConfig")<AppConfig, AppConfigShape>() {
   static readonly layer = Layer.effect(AppConfig, appConfig)

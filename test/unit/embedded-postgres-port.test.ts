@@ -1,4 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { AppConfig, listenPorts } from "../../infra/AppConfig.js"
 import { freePortOutside } from "../../infra/EmbeddedPostgres.js"
 
 // The embedded PostgreSQL's port: never one the service is configured to listen on. (A CI run
@@ -33,4 +35,15 @@ describe("the embedded PostgreSQL's port", () => {
       "every free port offered was one of the service's own (8082)"
     )
   })
+
+  it.effect("reserves every port the service is configured to listen on", () =>
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      expect([...listenPorts(config)].sort()).toEqual([41001, 41002, 41003, 41004, 41005])
+    }).pipe(
+      Effect.provide(
+        AppConfig.make({ apiPort: 41001, shortPort: 41002, mediaPort: 41003, snapshotPort: 41004, workersPort: 41005 })
+      )
+    )
+  )
 })
