@@ -23,7 +23,10 @@
 #     scale-hot is the lookup's cache misses, scale-hot over one is click capture's work for a
 #     click on another link each time (docs/redirect-tier.md);
 #   - per phase, the CPU per request of the server, of the service (its PostgreSQL) and of
-#     the rest of the machine (wrk, the kernel's loopback).
+#     the rest of the machine (wrk, the kernel's loopback; not the time the host stole);
+#   - a slice during which the host took more than BENCH_STEAL_LIMIT of the machine's time
+#     (steal) is measured again (bench/lib.sh, steal_retake), and a line says how much the kept
+#     slices lost to it.
 # Only the redirectors are measured: the service's own process (API, workers, chDB) is stopped
 # once the links are seeded, and its PostgreSQL, which takes the clicks, runs niced (bench/lib.sh
 # deprioritize); the servers not measured are stopped during each phase. The exact click
@@ -36,13 +39,15 @@
 # BENCH_WARMUP (s, default 3), BENCH_FIRST_WARMUP (s per server, default 15), BENCH_ROUNDS
 # (default 3), BENCH_THREADS
 # (default 1), BENCH_CONNECTIONS (default 64), BENCH_NICE (niceness of the service, default
-# 10), BENCH_KEEP=1, BENCH_CPU_PROF=DIR (CPU profiles of the two redirectors with capture on),
+# 10), BENCH_STEAL_LIMIT (per mille, default 20), BENCH_STEAL_RETAKES (default 3), BENCH_STEAL_WAIT (s, default 60), BENCH_KEEP=1, BENCH_CPU_PROF=DIR (CPU profiles of the two redirectors with capture on),
 # BENCH_NODE_FLAGS (more node flags for those two, e.g. --perf-basic-prof for perf). The last line on stdout is one JSON object:
 #   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "load_huge_mb", "idle_rss_mb", "idle_one_rss_mb", "table_rss_mb",
 #    "rss_mb", "one_rss_mb", "bare_rps",
 #    "one_rps", "scale_rps", "scale_hot_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
 #    "scale_vs_one_nocapture", "scale_vs_hot", "hot_vs_one", "scale_vs_one_slices" and
-#    "scale_vs_one_nocapture_slices" (the medians of the slice pairs' ratios), per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us"}
+#    "scale_vs_one_nocapture_slices" (the medians of the slice pairs' ratios), per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us",
+#    "steal_permil" (the machine's time the host took during the slices kept, per mille), "steal_retaken" (slices
+#    measured again for it), "steal_over" (slices kept over the limit after the last retake)}
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH_NAME=bench/redirect-scale.sh
@@ -176,23 +181,29 @@ for ((round = 1; round <= ROUNDS; round++)); do
       pid=${PID_OF[$name]}
       # The servers not measured are stopped meanwhile (bench/redirect.sh does the same).
       others=$(all_but "$pid" "${PID_OF[@]}")
-      # shellcheck disable=SC2086 # one word per pid
-      pause_pids $others
-      server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
-      phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$SLICE" "$TMP/wrk.txt"
-      # For the CPU per request: the machine's ticks first, then the server's own and the
-      # service's (its PostgreSQL); the rest is wrk's and the kernel's, mostly.
-      busy=$(($(busy_ticks) - busy_before))
-      server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
-      # shellcheck disable=SC2086
-      resume_pids $others
+      # A slice the host stole from is measured again (bench/lib.sh, steal_retake).
+      for ((take = 1; ; take++)); do
+        # shellcheck disable=SC2086 # one word per pid
+        pause_pids $others
+        steal_begin
+        server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
+        phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$SLICE" "$TMP/wrk.txt"
+        # For the CPU per request: the machine's ticks first, then the server's own and the
+        # service's (its PostgreSQL); the rest is wrk's and the kernel's, mostly.
+        busy=$(($(busy_ticks) - busy_before))
+        server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
+        # shellcheck disable=SC2086
+        resume_pids $others
+        steal_retake "$name" "$take" "$SLICE" || break
+      done
       slice_add "$name" "$server" "$service" "$busy"
     done
   done
   slices_round "$round" "${NAMES[@]}"
 done
+steal_summary
 
-node -e '
+STEAL_KEPT_PERMIL=$STEAL_KEPT_PERMIL STEAL_RETAKEN=$STEAL_RETAKEN STEAL_OVER=$STEAL_OVER node -e '
   const [links, readyMs, loadMs, loadCpuMs, loadRss, loadHuge, idleScale, idleOne, rssScale, rssOne, ...runs] = process.argv.slice(1)
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
@@ -208,7 +219,9 @@ node -e '
     one_off_rps: f(rps("one-off"), 1), scale_off_rps: f(rps("scale-off"), 1),
     scale_ratio: f(ratio("scale", "bare"), 4), one_ratio: f(ratio("one", "bare"), 4), scale_vs_one: f(ratio("scale", "one"), 4),
     scale_vs_one_nocapture: f(ratio("scale-off", "one-off"), 4),
-    scale_vs_hot: f(ratio("scale", "scale-hot"), 4), hot_vs_one: f(ratio("scale-hot", "one"), 4)
+    scale_vs_hot: f(ratio("scale", "scale-hot"), 4), hot_vs_one: f(ratio("scale-hot", "one"), 4),
+    steal_permil: Number(process.env.STEAL_KEPT_PERMIL), steal_retaken: Number(process.env.STEAL_RETAKEN),
+    steal_over: Number(process.env.STEAL_OVER)
   }
   // CPU per request in µs (median of the rounds): the server, the service, the rest (wrk).
   // (A process that ends during a phase, a PostgreSQL autovacuum worker, takes its ticks along:
