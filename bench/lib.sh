@@ -293,9 +293,11 @@ STEAL_WAIT=${BENCH_STEAL_WAIT:-60}
 [[ $STEAL_WAIT =~ ^[0-9]+$ ]] || die "BENCH_STEAL_WAIT must be a whole number of seconds"
 steal_settle() {
   local t0
-  for ((STEAL_SETTLED = 0; STEAL_SETTLED < STEAL_WAIT; STEAL_SETTLED++)); do
+  STEAL_SETTLED=0
+  while [ "$STEAL_SETTLED" -lt "$STEAL_WAIT" ]; do
     t0=$(steal_ticks)
     sleep 1
+    STEAL_SETTLED=$((STEAL_SETTLED + 1))
     [ $((1000 * ($(steal_ticks) - t0))) -gt $((STEAL_LIMIT * HZ * CPUS)) ] || return 0
   done
 }
