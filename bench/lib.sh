@@ -249,7 +249,7 @@ HZ=$(getconf CLK_TCK)
 CPUS=$(nproc 2>/dev/null || echo 1)
 
 # Slices the host stole from. On a shared host the hypervisor can take a large share of the
-# VM's time for seconds at a time (on one Intel host 40-48% of both cores for 15 s, and
+# VM's time for seconds at a time (on one Intel host up to 65% of both cores for tens of seconds, and
 # nothing for minutes before: docs/redirect-tier.md, "A host that steals"). The benchmark's
 # processes are then not running, whichever phase's slice it falls on: its requests a second
 # measure the host. So a slice during which the host took more than BENCH_STEAL_LIMIT per mille
