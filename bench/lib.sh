@@ -255,11 +255,12 @@ CPUS=$(nproc 2>/dev/null || echo 1)
 # measure the host. So a slice during which the host took more than BENCH_STEAL_LIMIT per mille
 # of the machine's time (default 20: 2%) is measured again once a second has passed without
 # (steal_settle), at most BENCH_STEAL_RETAKES times (default 3; then the last take is kept and
-# counted). steal_begin before a slice;
-# steal_retake NAME TAKE SECONDS after it (the TAKEth of that slice, SECONDS long): true when
-# it is to be measured again (it says so). steal_summary: a line of what the kept slices lost
-# to the host and how many were measured again; STEAL_KEPT_PERMIL, STEAL_RETAKEN and
-# STEAL_OVER (slices kept over the limit) for a JSON line.
+# counted). steady_slice NAME SECONDS COMMAND... runs the slice (COMMAND, a measured run of
+# NAME SECONDS long) until one is kept; within it, steal_begin before each take and
+# steal_retake NAME TAKE SECONDS after it (the TAKEth of that slice): true when it is to be
+# measured again (it says so). steal_summary: a line of what the kept slices lost to the host
+# and how many were measured again; STEAL_KEPT_PERMIL, STEAL_RETAKEN and STEAL_OVER (slices
+# kept over the limit) for a JSON line.
 STEAL_LIMIT=${BENCH_STEAL_LIMIT:-20}
 STEAL_RETAKES=${BENCH_STEAL_RETAKES:-3}
 [[ $STEAL_LIMIT =~ ^[0-9]+$ ]] || die "BENCH_STEAL_LIMIT must be a whole number of per mille"
@@ -284,6 +285,15 @@ steal_retake() {
   STEAL_KEPT=$((STEAL_KEPT + stolen)) STEAL_KEPT_OF=$((STEAL_KEPT_OF + of))
   STEAL_KEPT_PERMIL=$((STEAL_KEPT_OF > 0 ? 1000 * STEAL_KEPT / STEAL_KEPT_OF : 0))
   return 1
+}
+steady_slice() {
+  local name=$1 seconds=$2 take
+  shift 2
+  for ((take = 1; ; take++)); do
+    steal_begin
+    "$@"
+    steal_retake "$name" "$take" "$seconds" || return 0
+  done
 }
 # steal_settle: waits until a second passes in which the host took at most the limit (at most
 # BENCH_STEAL_WAIT s, default 60): a host busy elsewhere takes the cores for many seconds at a

@@ -125,6 +125,18 @@ fi
 log "bench: $ROUNDS rounds; in each, every phase in $SLICES slices of ${SLICE}s taken in turns; first warm-up ${FIRST_WARMUP}s per server"
 for i in "${!MODES[@]}"; do phase "$i" "$LINKS" "$FIRST_WARMUP" "$TMP/warm.txt"; done
 
+# take_slice SERVER RANDOM OTHERS: one measured slice of SLICE seconds on that server (phase), the
+# servers OTHERS (pids) stopped meanwhile; sets ticks to the server's CPU over it.
+take_slice() {
+  local before
+  # shellcheck disable=SC2086 # one word per pid
+  pause_pids $3
+  before=$(ticks_of "${PIDS[$1]}")
+  phase "$1" "$2" "$SLICE" "$TMP/wrk.txt"
+  ticks=$(($(ticks_of "${PIDS[$1]}") - before))
+  # shellcheck disable=SC2086
+  resume_pids $3
+}
 # Within a round, after each server's warm-up, the phases take turns in slices (as in
 # bench/redirect.sh), each with the servers not measured stopped: a fast or slow spell of the
 # machine falls on every phase.
@@ -137,19 +149,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
   for ((slice = 1; slice <= SLICES; slice++)); do
     for p in "${!NAMES[@]}"; do
       server=${SERVERS[$p]}
-      others=$(all_but "${PIDS[$server]}" "${PIDS[@]}")
-      # A slice the host stole from is measured again (bench/lib.sh, steal_retake).
-      for ((take = 1; ; take++)); do
-        # shellcheck disable=SC2086 # one word per pid
-        pause_pids $others
-        steal_begin
-        before=$(ticks_of "${PIDS[$server]}")
-        phase "$server" "${RANDOMS[$p]}" "$SLICE" "$TMP/wrk.txt"
-        ticks=$(($(ticks_of "${PIDS[$server]}") - before))
-        # shellcheck disable=SC2086
-        resume_pids $others
-        steal_retake "${NAMES[$p]}" "$take" "$SLICE" || break
-      done
+      # A slice the host stole from is measured again (bench/lib.sh, steady_slice).
+      steady_slice "${NAMES[$p]}" "$SLICE" take_slice "$server" "${RANDOMS[$p]}" "$(all_but "${PIDS[$server]}" "${PIDS[@]}")"
       slice_add "${NAMES[$p]}" "$ticks" 0 0
     done
   done

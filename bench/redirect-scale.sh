@@ -166,6 +166,22 @@ for name in "${NAMES[@]}"; do phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$nam
 RSS_SCALE=$(rss_mb "$SCALE_PID")
 RSS_ONE=$(rss_mb "$ONE_PID")
 
+# take_slice NAME OTHERS: one measured slice of SLICE seconds of phase NAME on its server, the
+# servers OTHERS (pids; bench/redirect.sh does the same) stopped meanwhile; sets server,
+# service and busy to the ticks of the server, the service (its PostgreSQL) and the machine:
+# the rest is wrk's and the kernel's, mostly.
+take_slice() {
+  local pid=${PID_OF[$1]} server_before service_before busy_before
+  # shellcheck disable=SC2086 # one word per pid
+  pause_pids $2
+  server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
+  phase "$1" "${PORT_OF[$1]}" "${LINKS_OF[$1]}" "$SLICE" "$TMP/wrk.txt"
+  # The machine's ticks first, then the server's own and the service's.
+  busy=$(($(busy_ticks) - busy_before))
+  server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
+  # shellcheck disable=SC2086
+  resume_pids $2
+}
 RUNS=()
 for ((round = 1; round <= ROUNDS; round++)); do
   if [ "$WARMUP" -gt 0 ]; then
@@ -178,24 +194,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
     # same one (what a phase leaves behind, its PostgreSQL's last inserts say, falls on each).
     if ((slice % 2)); then order=("${NAMES[@]}"); else order=("${BACKWARDS[@]}"); fi
     for name in "${order[@]}"; do
-      pid=${PID_OF[$name]}
-      # The servers not measured are stopped meanwhile (bench/redirect.sh does the same).
-      others=$(all_but "$pid" "${PID_OF[@]}")
-      # A slice the host stole from is measured again (bench/lib.sh, steal_retake).
-      for ((take = 1; ; take++)); do
-        # shellcheck disable=SC2086 # one word per pid
-        pause_pids $others
-        steal_begin
-        server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
-        phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$SLICE" "$TMP/wrk.txt"
-        # For the CPU per request: the machine's ticks first, then the server's own and the
-        # service's (its PostgreSQL); the rest is wrk's and the kernel's, mostly.
-        busy=$(($(busy_ticks) - busy_before))
-        server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
-        # shellcheck disable=SC2086
-        resume_pids $others
-        steal_retake "$name" "$take" "$SLICE" || break
-      done
+      # A slice the host stole from is measured again (bench/lib.sh, steady_slice).
+      steady_slice "$name" "$SLICE" take_slice "$name" "$(all_but "${PID_OF[$name]}" "${PID_OF[@]}")"
       slice_add "$name" "$server" "$service" "$busy"
     done
   done

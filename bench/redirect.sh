@@ -203,7 +203,10 @@ warm() {
 # HEAD) with the two servers not measured stopped (the caller stops the service); sets MEASURED
 # to wrk's result with where the machine's CPU went meanwhile (see "Isolation" above): the
 # server measured, the service, the two servers not measured, and the rest (wrk and the
-# kernel's share), in clock ticks.
+# kernel's share), in clock ticks. A run that clicked the measured link (capture, custom; a
+# slice kept or measured again) adds to CAPTURE_GETS (its GETs, but for the one wrk counts and
+# does not send) and CAPTURE_RUNS: the analytics must hold those clicks.
+CAPTURE_GETS=0 CAPTURE_RUNS=0
 measure() {
   local name=$1 port=$2 path=$3 get_seconds=$4 seconds=$5 out=$TMP/wrk-$1.txt server_pid others
   local t0_server t0_service t0_others t0_busy cpu
@@ -222,6 +225,11 @@ measure() {
   MEASURED=$(grep '^WRK_RESULT ' "$out" | tail -n 1 | cut -d' ' -f2-)
   [ -n "$MEASURED" ] || die "wrk $name printed no result: $(cat "$out")"
   MEASURED="${MEASURED%\}},$cpu}"
+  case $name in capture | custom)
+    CAPTURE_GETS=$((CAPTURE_GETS + $(sed -n 's/.*"gets":\([0-9]*\).*/\1/p' <<<"$MEASURED") - 1))
+    CAPTURE_RUNS=$((CAPTURE_RUNS + 1))
+    ;;
+  esac
 }
 
 # result NAME RUN...: the runs of one phase (a round's slices, or one run) summed into one
@@ -279,7 +287,7 @@ for port in "$BARE_PORT" "$CAP_PORT" "$NOCAP_PORT"; do
   BENCH_PATH=$WARM_PATH BENCH_GET_SECONDS=$FIRST_WARMUP run_wrk "$TMP/wrk-first-warm-$port.txt" -t"$THREADS" \
     -c"$CONNECTIONS" -d"${FIRST_WARMUP}s" -s bench/redirect.lua "http://127.0.0.1:$port" || die "wrk first warm-up failed"
 done
-RUNS_bare=() RUNS_capture=() RUNS_nocapture=() RUNS_custom=() RETAKEN_CAPTURE=()
+RUNS_bare=() RUNS_capture=() RUNS_nocapture=() RUNS_custom=()
 PHASES="bare capture nocapture${CUSTOM_HOST:+ custom}"
 port_of() { case $1 in bare) echo "$BARE_PORT" ;; capture | custom) echo "$CAP_PORT" ;; *) echo "$NOCAP_PORT" ;; esac; }
 host_of() { if [ "$1" = custom ]; then echo "$CUSTOM_HOST"; fi; }
@@ -292,14 +300,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
   SLICES_bare=() SLICES_capture=() SLICES_nocapture=() SLICES_custom=()
   for ((slice = 1; slice <= SLICES; slice++)); do
     for phase in $PHASES; do
-      # A slice the host stole from is measured again (bench/lib.sh, steal_retake); the clicks
-      # of a capture slice measured again still count towards what the analytics must hold.
-      for ((take = 1; ; take++)); do
-        steal_begin
-        BENCH_HOST=$(host_of "$phase") measure "$phase" "$(port_of "$phase")" "$RUN_PATH" $((SLICE + 3600)) "$SLICE"
-        steal_retake "$phase" "$take" "$SLICE" || break
-        case $phase in capture | custom) RETAKEN_CAPTURE+=("$MEASURED") ;; esac
-      done
+      # A slice the host stole from is measured again (bench/lib.sh, steady_slice); the clicks
+      # of a capture slice measured again still count (measure adds them to CAPTURE_GETS).
+      BENCH_HOST=$(host_of "$phase") steady_slice "$phase" "$SLICE" \
+        measure "$phase" "$(port_of "$phase")" "$RUN_PATH" $((SLICE + 3600)) "$SLICE"
       eval "SLICES_$phase+=(\"\$MEASURED\")"
     done
   done
@@ -326,13 +330,6 @@ median() {
 RESULT_bare=$(median bare)
 RESULT_capture=$(median capture)
 RESULT_nocapture=$(median nocapture)
-# Every capture round clicked the measured link: the analytics must hold all of them.
-CAPTURE_GETS=0 CAPTURE_RUNS=0
-for r in "${RUNS_capture[@]}" "${RUNS_custom[@]}" "${RETAKEN_CAPTURE[@]}"; do
-  runs=$(printf '%s' "$r" | json_field runs)
-  CAPTURE_GETS=$((CAPTURE_GETS + $(printf '%s' "$r" | json_field gets) - runs))
-  CAPTURE_RUNS=$((CAPTURE_RUNS + runs))
-done
 log "bench: counting run on the capture redirector: GET for $((DURATION - 2))s, then HEAD (not a click)"
 run_phase count "$CAP_PORT" "$COUNT_PATH" $((DURATION - 2))
 
