@@ -25,7 +25,7 @@
 #   - per phase, the CPU per request of the server, of the service (its PostgreSQL) and of
 #     the rest of the machine (wrk, the kernel's loopback; not the time the host stole);
 #   - a slice during which the host took more than BENCH_STEAL_LIMIT of the machine's time
-#     (steal) is measured again (bench/lib.sh, steal_retake), and a line says how much the kept
+#     (steal) is measured again (bench/lib.sh, steady_slice), and a line says how much the kept
 #     slices lost to it.
 # Only the redirectors are measured: the service's own process (API, workers, chDB) is stopped
 # once the links are seeded, and its PostgreSQL, which takes the clicks, runs niced (bench/lib.sh

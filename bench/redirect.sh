@@ -49,7 +49,7 @@
 # of the slices'); each phase reports its median round, and each ratio is the median over
 # the rounds of the ratio within the round. A slice during which the host took more than
 # BENCH_STEAL_LIMIT of the machine's time (steal: its other guests ran on our cores) is
-# measured again, at most BENCH_STEAL_RETAKES times (bench/lib.sh, steal_retake), and a line
+# measured again, at most BENCH_STEAL_RETAKES times (bench/lib.sh, steady_slice), and a line
 # says how much the kept slices lost to the host; the rest's CPU per request leaves steal out.
 #
 # Tunables: BENCH_DURATION (seconds per phase and round, default 10), BENCH_SLICES (default 5,
