@@ -256,20 +256,18 @@ CPUS=$(nproc 2>/dev/null || echo 1)
 # of the machine's time (default 20: 2%) is measured again once a second has passed without
 # (steal_settle), at most BENCH_STEAL_RETAKES times (default 3; then the last take is kept and
 # counted). steady_slice NAME SECONDS COMMAND... runs the slice (COMMAND, a measured run of
-# NAME SECONDS long) until one is kept; within it, steal_begin before each take and
-# steal_retake NAME TAKE SECONDS after it (the TAKEth of that slice): true when it is to be
-# measured again (it says so). steal_summary: a line of what the kept slices lost to the host
-# and how many were measured again; STEAL_KEPT_PERMIL, STEAL_RETAKEN and STEAL_OVER (slices
-# kept over the limit) for a JSON line.
+# NAME SECONDS long) until one is kept; steal_retake NAME TAKE SECONDS STOLEN decides after
+# each take (the TAKEth of that slice, STOLEN ticks taken by the host during it): true when it
+# is to be measured again (it says so). steal_summary: a line of what the kept slices lost to
+# the host and how many were measured again; steal_json: the same for a JSON line
+# (steal_permil, steal_retaken, steal_over: slices kept over the limit).
 STEAL_LIMIT=${BENCH_STEAL_LIMIT:-20}
 STEAL_RETAKES=${BENCH_STEAL_RETAKES:-3}
 [[ $STEAL_LIMIT =~ ^[0-9]+$ ]] || die "BENCH_STEAL_LIMIT must be a whole number of per mille"
 [[ $STEAL_RETAKES =~ ^[0-9]+$ ]] || die "BENCH_STEAL_RETAKES must be a whole number"
 STEAL_RETAKEN=0 STEAL_OVER=0 STEAL_KEPT=0 STEAL_KEPT_OF=0 STEAL_KEPT_PERMIL=0
-steal_begin() { STEAL_T0=$(steal_ticks); }
 steal_retake() {
-  local stolen of permil
-  stolen=$(($(steal_ticks) - STEAL_T0))
+  local stolen=$4 of permil
   # The machine's time over the slice, in ticks of all its cores.
   of=$(($3 * HZ * CPUS))
   permil=$((of > 0 ? 1000 * stolen / of : 0))
@@ -287,12 +285,12 @@ steal_retake() {
   return 1
 }
 steady_slice() {
-  local name=$1 seconds=$2 take
+  local name=$1 seconds=$2 take t0
   shift 2
   for ((take = 1; ; take++)); do
-    steal_begin
+    t0=$(steal_ticks)
     "$@"
-    steal_retake "$name" "$take" "$seconds" || return 0
+    steal_retake "$name" "$take" "$seconds" $(($(steal_ticks) - t0)) || return 0
   done
 }
 # steal_settle: waits until a second passes in which the host took at most the limit (at most
@@ -314,6 +312,7 @@ steal_settle() {
 steal_summary() {
   log "bench: the host took $((STEAL_KEPT_PERMIL / 10)).$((STEAL_KEPT_PERMIL % 10))% of the machine's time during the slices kept; $STEAL_RETAKEN slices measured again for steal over $((STEAL_LIMIT / 10)).$((STEAL_LIMIT % 10))%, $STEAL_OVER kept over it after $STEAL_RETAKES retakes"
 }
+steal_json() { printf '{"steal_permil":%d,"steal_retaken":%d,"steal_over":%d}' "$STEAL_KEPT_PERMIL" "$STEAL_RETAKEN" "$STEAL_OVER"; }
 
 # wrk_field NAME: a number of the WRK_RESULT line (bench/redirect.lua) in $TMP/wrk.txt.
 wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }

@@ -39,7 +39,7 @@
 # BENCH_CONNECTIONS (default 64), BENCH_STEAL_LIMIT, BENCH_STEAL_RETAKES and BENCH_STEAL_WAIT (a slice during which
 # the host took more than that share of the machine's time is measured again: bench/lib.sh),
 # BENCH_KEEP=1. The last line on stdout is one JSON object:
-# per phase "<phase>_rps" and "<phase>_cpu_us"; "address_us" (address minus bare), "syscall_us"
+# per phase "<phase>_rps" and "<phase>_cpu_us"; "steal_permil", "steal_retaken", "steal_over" (bench/lib.sh); "address_us" (address minus bare), "syscall_us"
 # (syscall minus bare),
 # "random_table_us" (table-random minus table-one), "random_with_address_us" (table+address
 # minus table+address-one), and the req/s ratios random/one without and with the address read
@@ -158,7 +158,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 steal_summary
 
-node -e '
+STEAL_JSON=$(steal_json) node -e '
   const [hz, ...runs] = process.argv.slice(1)
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
@@ -198,5 +198,5 @@ node -e '
   console.log(`the address read: ${out.address_us} us a request; one other system call: ${out.syscall_us} us a request; a random path over the table instead of one: ${out.random_table_us} us a request (table-random/table-one req/s ${(out["table-random_rps"] / out["table-one_rps"]).toFixed(3)})`)
   if (cached) console.log(`with the peer-address cache: the address read ${out.address_cached_us} us a request; random paths ${out.random_with_cached_address_us} us more than /s1, req/s random/one ${out.random_vs_one_with_cached_address}`)
   if (viewed) console.log(`from the current-peer view: the address read ${out.address_view_us} us a request; random paths ${out.random_with_view_address_us} us more than /s1, req/s random/one ${out.random_vs_one_with_view_address}`)
-  console.log(JSON.stringify(out))
+  console.log(JSON.stringify({ ...out, ...JSON.parse(process.env.STEAL_JSON) }))
 ' "$HZ" "${RUNS[@]}"

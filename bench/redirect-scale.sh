@@ -203,7 +203,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 steal_summary
 
-STEAL_KEPT_PERMIL=$STEAL_KEPT_PERMIL STEAL_RETAKEN=$STEAL_RETAKEN STEAL_OVER=$STEAL_OVER node -e '
+STEAL_JSON=$(steal_json) node -e '
   const [links, readyMs, loadMs, loadCpuMs, loadRss, loadHuge, idleScale, idleOne, rssScale, rssOne, ...runs] = process.argv.slice(1)
   const rounds = runs.map((s) => JSON.parse(s))
   const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
@@ -220,8 +220,7 @@ STEAL_KEPT_PERMIL=$STEAL_KEPT_PERMIL STEAL_RETAKEN=$STEAL_RETAKEN STEAL_OVER=$ST
     scale_ratio: f(ratio("scale", "bare"), 4), one_ratio: f(ratio("one", "bare"), 4), scale_vs_one: f(ratio("scale", "one"), 4),
     scale_vs_one_nocapture: f(ratio("scale-off", "one-off"), 4),
     scale_vs_hot: f(ratio("scale", "scale-hot"), 4), hot_vs_one: f(ratio("scale-hot", "one"), 4),
-    steal_permil: Number(process.env.STEAL_KEPT_PERMIL), steal_retaken: Number(process.env.STEAL_RETAKEN),
-    steal_over: Number(process.env.STEAL_OVER)
+    ...JSON.parse(process.env.STEAL_JSON)
   }
   // CPU per request in µs (median of the rounds): the server, the service, the rest (wrk).
   // (A process that ends during a phase, a PostgreSQL autovacuum worker, takes its ticks along:

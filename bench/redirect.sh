@@ -377,7 +377,7 @@ fi
 
 # The ratios are the median over the rounds of each round's own ratio: the three phases of a
 # round run within a minute of each other, so a slow spell of the machine moves them together.
-STEAL_KEPT_PERMIL=$STEAL_KEPT_PERMIL STEAL_RETAKEN=$STEAL_RETAKEN STEAL_OVER=$STEAL_OVER node -e '
+STEAL_JSON=$(steal_json) node -e '
   const [b, c, n, rb, rc, rn] = process.argv.slice(1, 7).map((s) => JSON.parse(s))
   const [sent, counted] = process.argv.slice(7, 9).map(Number)
   const ru = JSON.parse(process.argv[9])
@@ -409,8 +409,7 @@ STEAL_KEPT_PERMIL=$STEAL_KEPT_PERMIL STEAL_RETAKEN=$STEAL_RETAKEN STEAL_OVER=$ST
     metrics_captured: metricsCaptured, metrics_captured_total: capturedTotal, metrics_published_total: publishedTotal,
     bare_cpu_us: round(cpu.bare, 2), capture_cpu_us: round(cpu.capture, 2), nocapture_cpu_us: round(cpu.nocapture, 2),
     capture_cpu_ratio: round(captureCpuRatio, 4), nocapture_cpu_ratio: round(nocaptureCpuRatio, 4),
-    steal_permil: Number(process.env.STEAL_KEPT_PERMIL), steal_retaken: Number(process.env.STEAL_RETAKEN),
-    steal_over: Number(process.env.STEAL_OVER)
+    ...JSON.parse(process.env.STEAL_JSON)
   }))
 ' "$RESULT_bare" "$RESULT_capture" "$RESULT_nocapture" "[$(IFS=,; echo "${RUNS_bare[*]}")]" \
   "[$(IFS=,; echo "${RUNS_capture[*]}")]" "[$(IFS=,; echo "${RUNS_nocapture[*]}")]" "$CLICKS_SENT" "$COUNTED" \

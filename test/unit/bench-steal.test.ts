@@ -9,18 +9,18 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-steal-"))
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 
-/** A /proc/stat whose first line says `steal` ticks were stolen so far. */
-const stat = (steal: number) => `cpu  1000 0 500 9000 0 0 10 ${steal} 0 0\ncpu0 500 0 250 4500 0 0 5 0 0 0\n`
+/** A /proc/stat with nothing stolen so far (steal: the eighth number). */
+const STAT = "cpu  1000 0 500 9000 0 0 10 0 0 0\ncpu0 500 0 250 4500 0 0 5 0 0 0\n"
 
 /**
  * Slices of 2 s on a machine of 2 cores at 100 ticks a second (400 ticks each): bench/lib.sh's
  * steady_slice runs each, as the benchmarks' slice loops do, and every take of it (the command
  * it runs) has the host steal the next of the given ticks. Prints the takes each slice needed,
- * then the counters.
+ * then steal_json.
  */
 const run = (stolen: ReadonlyArray<number>, env: Record<string, string> = {}) => {
   const file = path.join(dir, "stat")
-  fs.writeFileSync(file, stat(0))
+  fs.writeFileSync(file, STAT)
   const script = `
     set -euo pipefail
     . bench/lib.sh
@@ -28,7 +28,7 @@ const run = (stolen: ReadonlyArray<number>, env: Record<string, string> = {}) =>
     STOLEN=(${stolen.join(" ")}) next=0 total=0 takes=0
     take() {
       total=$((total + STOLEN[next])) next=$((next + 1)) takes=$((takes + 1))
-      printf '%s' "$(awk -v t="$total" 'NR == 1 { $9 = t } { print }' "$PROC_STAT")" > "$PROC_STAT.new"
+      awk -v t="$total" 'NR == 1 { $9 = t } { print }' "$PROC_STAT" > "$PROC_STAT.new"
       mv "$PROC_STAT.new" "$PROC_STAT"
     }
     while [ "$next" -lt "\${#STOLEN[@]}" ]; do
@@ -36,7 +36,7 @@ const run = (stolen: ReadonlyArray<number>, env: Record<string, string> = {}) =>
       steady_slice phase 2 take > /dev/null
       echo "$takes"
     done
-    echo "$STEAL_RETAKEN $STEAL_OVER $STEAL_KEPT_PERMIL"`
+    steal_json`
   return execFileSync("bash", ["-c", script], {
     cwd: ROOT,
     // No wait for a second without steal before a retake (steal_settle): the file stays as it is.
@@ -50,14 +50,22 @@ const run = (stolen: ReadonlyArray<number>, env: Record<string, string> = {}) =>
 describe("the benchmarks' slices the host stole from (bench/lib.sh, steady_slice)", () => {
   it("keeps a slice the host took at most 2% of the machine from, and measures one it took more from again", () => {
     // 8 of 400 ticks is 2%: kept; 9 is over, and the slice's second take (0) is kept.
-    expect(run([0, 8, 9, 0])).toEqual(["1", "1", "2", "1 0 6"])
+    expect(run([0, 8, 9, 0])).toEqual(["1", "1", "2", '{"steal_permil":6,"steal_retaken":1,"steal_over":0}'])
   })
 
   it("keeps the last take after BENCH_STEAL_RETAKES and counts it as over the limit", () => {
-    expect(run([100, 100, 100], { BENCH_STEAL_RETAKES: "2" })).toEqual(["3", "2 1 250"])
+    expect(run([100, 100, 100], { BENCH_STEAL_RETAKES: "2" })).toEqual([
+      "3",
+      '{"steal_permil":250,"steal_retaken":2,"steal_over":1}'
+    ])
   })
 
   it("follows BENCH_STEAL_LIMIT, in per mille of the machine's time", () => {
-    expect(run([9, 40, 41, 0], { BENCH_STEAL_LIMIT: "100" })).toEqual(["1", "1", "2", "1 0 40"])
+    expect(run([9, 40, 41, 0], { BENCH_STEAL_LIMIT: "100" })).toEqual([
+      "1",
+      "1",
+      "2",
+      '{"steal_permil":40,"steal_retaken":1,"steal_over":0}'
+    ])
   })
 })
