@@ -365,6 +365,24 @@ slices_round() {
   RUNS+=("${line%,}}")
 }
 
+# slices_turns ROUND ODD EVEN: one round of SLICES slices (bench/redirect-scale.sh,
+# bench/redirect-ab.sh): slices_reset, then the odd slices take the phases in the order ODD and
+# the even ones in the order EVEN (each a string of phase names), each phase's slice by the
+# script's `measure_slice NAME` (which runs it, steady_slice, and adds it, slice_add), then
+# slices_round over the phases in the order ODD.
+slices_turns() {
+  local round=$1 slice name
+  local -a odd even order
+  read -r -a odd <<<"$2"
+  read -r -a even <<<"$3"
+  slices_reset
+  for ((slice = 1; slice <= SLICES; slice++)); do
+    if ((slice % 2)); then order=("${odd[@]}"); else order=("${even[@]}"); fi
+    for name in "${order[@]}"; do measure_slice "$name"; done
+  done
+  slices_round "$round" "${odd[@]}"
+}
+
 # rss_mb PID: resident memory of one process, in MB.
 rss_mb() { awk '/^VmRSS:/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
 

@@ -83,14 +83,13 @@ for port in "$TREE_PORT" "$REF_PORT"; do
     die "the last seeded slug does not redirect on port $port"
 done
 
-NAMES=(tree ref tree-one ref-one)
-# The orders of a slice, one after the other: the two processes take turns all along, so no
-# phase follows a phase of its own process (a process that has just run starts its slice with
-# its code and data still in the caches: in an A/A run with the orders of
+# The phases in the order of the odd slices; the even ones take them in the order TURNED. So
+# the two processes take turns all along and no phase follows one of its own process (which
+# starts its slice with its code and data still in the caches: in A/A runs with the orders of
 # bench/redirect-scale.sh, the phase that followed itself at every other slice's start came out
 # 1.4-3% ahead of the same code in the other process).
-ORDER_A=(tree ref tree-one ref-one)
-ORDER_B=(tree-one ref-one tree ref)
+NAMES=(tree ref tree-one ref-one)
+TURNED=(tree-one ref-one tree ref)
 declare -A PORT_OF=([tree]=$TREE_PORT [ref]=$REF_PORT [tree-one]=$TREE_PORT [ref-one]=$REF_PORT)
 declare -A PID_OF=([tree]=$TREE_PID [ref]=$REF_PID [tree-one]=$TREE_PID [ref-one]=$REF_PID)
 declare -A LINKS_OF=([tree]=$LINKS [ref]=$LINKS [tree-one]=1 [ref-one]=1)
@@ -115,21 +114,18 @@ take_slice() {
 }
 log "bench: first warm-up, ${FIRST_WARMUP}s per phase; then $ROUNDS rounds, in each every phase in $SLICES slices of ${SLICE}s taken in turns"
 for name in "${NAMES[@]}"; do phase "$name" "$FIRST_WARMUP" "$TMP/warm.txt"; done
+# measure_slice NAME: one slice of phase NAME, measured again if the host stole from it.
+measure_slice() {
+  steady_slice "$1" "$SLICE" take_slice "$1"
+  slice_add "$1" "$server" "$service" "$busy"
+}
 RUNS=()
 for ((round = 1; round <= ROUNDS; round++)); do
   if [ "$WARMUP" -gt 0 ]; then
     for name in "${NAMES[@]}"; do phase "$name" "$WARMUP" "$TMP/warm.txt"; done
   fi
   quiet_service "$ALL_PID"
-  slices_reset
-  for ((slice = 1; slice <= SLICES; slice++)); do
-    if ((slice % 2)); then order=("${ORDER_A[@]}"); else order=("${ORDER_B[@]}"); fi
-    for name in "${order[@]}"; do
-      steady_slice "$name" "$SLICE" take_slice "$name"
-      slice_add "$name" "$server" "$service" "$busy"
-    done
-  done
-  slices_round "$round" "${NAMES[@]}"
+  slices_turns "$round" "${NAMES[*]}" "${TURNED[*]}"
 done
 steal_summary
 

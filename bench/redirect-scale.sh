@@ -182,24 +182,21 @@ take_slice() {
   # shellcheck disable=SC2086
   resume_pids $2
 }
+# measure_slice NAME: one slice of phase NAME, measured again if the host stole from it
+# (bench/lib.sh, steady_slice), added to the round (slices_turns).
+measure_slice() {
+  steady_slice "$1" "$SLICE" take_slice "$1" "$(all_but "${PID_OF[$1]}" "${PID_OF[@]}")"
+  slice_add "$1" "$server" "$service" "$busy"
+}
 RUNS=()
 for ((round = 1; round <= ROUNDS; round++)); do
   if [ "$WARMUP" -gt 0 ]; then
     for name in "${NAMES[@]}"; do phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$WARMUP" "$TMP/warm.txt"; done
   fi
   quiet_service "$ALL_PID" # its PostgreSQL: the service's own process is stopped
-  slices_reset
-  for ((slice = 1; slice <= SLICES; slice++)); do
-    # Every other slice the phases take their turns backwards, so no phase always follows the
-    # same one (what a phase leaves behind, its PostgreSQL's last inserts say, falls on each).
-    if ((slice % 2)); then order=("${NAMES[@]}"); else order=("${BACKWARDS[@]}"); fi
-    for name in "${order[@]}"; do
-      # A slice the host stole from is measured again (bench/lib.sh, steady_slice).
-      steady_slice "$name" "$SLICE" take_slice "$name" "$(all_but "${PID_OF[$name]}" "${PID_OF[@]}")"
-      slice_add "$name" "$server" "$service" "$busy"
-    done
-  done
-  slices_round "$round" "${NAMES[@]}"
+  # Every other slice the phases take their turns backwards, so no phase always follows the
+  # same one (what a phase leaves behind, its PostgreSQL's last inserts say, falls on each).
+  slices_turns "$round" "${NAMES[*]}" "${BACKWARDS[*]}"
 done
 steal_summary
 

@@ -69,3 +69,28 @@ describe("the benchmarks' slices the host stole from (bench/lib.sh, steady_slice
     ])
   })
 })
+
+describe("a round's slices in turns (bench/lib.sh, slices_turns)", () => {
+  it("takes the phases in the first order in odd slices and in the second in even ones, then closes the round in the first", () => {
+    const script = `
+      set -euo pipefail
+      . bench/lib.sh
+      SLICES=3
+      measure_slice() { echo "slice $1"; }
+      slices_round() { echo "round $*"; }
+      slices_turns 7 "a b c" "c a b"`
+    const lines = execFileSync("bash", ["-c", script], { cwd: ROOT, encoding: "utf8" }).trim().split("\n")
+    expect(lines).toEqual([
+      "slice a",
+      "slice b",
+      "slice c",
+      "slice c",
+      "slice a",
+      "slice b",
+      "slice a",
+      "slice b",
+      "slice c",
+      "round 7 a b c"
+    ])
+  })
+})
