@@ -365,6 +365,24 @@ slices_round() {
   RUNS+=("${line%,}}")
 }
 
+# ticks_of_run PID OTHERS COMMAND...: COMMAND (a measured run) with the processes OTHERS
+# (pids, one word each) stopped meanwhile; sets server, service and busy to the ticks that
+# PID's tree, the service (ALL_PID's tree: its PostgreSQL) and the machine used during it (the
+# rest is wrk's and the kernel's, mostly).
+ticks_of_run() {
+  local pid=$1 others=$2 server_before service_before busy_before
+  shift 2
+  # shellcheck disable=SC2086 # one word per pid
+  pause_pids $others
+  server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
+  "$@"
+  # The machine's ticks first, then the server's own and the service's.
+  busy=$(($(busy_ticks) - busy_before))
+  server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
+  # shellcheck disable=SC2086
+  resume_pids $others
+}
+
 # slices_turns ROUND ODD EVEN: one round of SLICES slices (bench/redirect-scale.sh,
 # bench/redirect-ab.sh): slices_reset, then the odd slices take the phases in the order ODD and
 # the even ones in the order EVEN (each a string of phase names), each phase's slice by the

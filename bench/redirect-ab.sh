@@ -98,25 +98,13 @@ phase() {
   BENCH_PATH=/s BENCH_RANDOM=${LINKS_OF[$1]} BENCH_PAD=$WIDTH BENCH_GET_SECONDS=$(($2 + 3600)) run_wrk "$3" -t"$THREADS" \
     -c"$CONNECTIONS" -d"$2s" --latency -s bench/redirect.lua "http://127.0.0.1:${PORT_OF[$1]}" || die "wrk $1 failed"
 }
-# take_slice NAME: one measured slice of phase NAME, the other redirector stopped; sets
-# server, service and busy (bench/redirect-scale.sh's take_slice).
-take_slice() {
-  local pid=${PID_OF[$1]} other server_before service_before busy_before
-  other=$(all_but "$pid" "$TREE_PID" "$REF_PID")
-  # shellcheck disable=SC2086 # one word per pid
-  pause_pids $other
-  server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
-  phase "$1" "$SLICE" "$TMP/wrk.txt"
-  busy=$(($(busy_ticks) - busy_before))
-  server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
-  # shellcheck disable=SC2086
-  resume_pids $other
-}
 log "bench: first warm-up, ${FIRST_WARMUP}s per phase; then $ROUNDS rounds, in each every phase in $SLICES slices of ${SLICE}s taken in turns"
 for name in "${NAMES[@]}"; do phase "$name" "$FIRST_WARMUP" "$TMP/warm.txt"; done
-# measure_slice NAME: one slice of phase NAME, measured again if the host stole from it.
+# measure_slice NAME: one slice of phase NAME, the other redirector stopped meanwhile
+# (bench/lib.sh, ticks_of_run), measured again if the host stole from it (steady_slice).
 measure_slice() {
-  steady_slice "$1" "$SLICE" take_slice "$1"
+  local pid=${PID_OF[$1]}
+  steady_slice "$1" "$SLICE" ticks_of_run "$pid" "$(all_but "$pid" "$TREE_PID" "$REF_PID")" phase "$1" "$SLICE" "$TMP/wrk.txt"
   slice_add "$1" "$server" "$service" "$busy"
 }
 RUNS=()

@@ -166,26 +166,14 @@ for name in "${NAMES[@]}"; do phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$nam
 RSS_SCALE=$(rss_mb "$SCALE_PID")
 RSS_ONE=$(rss_mb "$ONE_PID")
 
-# take_slice NAME OTHERS: one measured slice of SLICE seconds of phase NAME on its server, the
-# servers OTHERS (pids; bench/redirect.sh does the same) stopped meanwhile; sets server,
-# service and busy to the ticks of the server, the service (its PostgreSQL) and the machine:
-# the rest is wrk's and the kernel's, mostly.
-take_slice() {
-  local pid=${PID_OF[$1]} server_before service_before busy_before
-  # shellcheck disable=SC2086 # one word per pid
-  pause_pids $2
-  server_before=$(tree_ticks "$pid") service_before=$(tree_ticks "$ALL_PID") busy_before=$(busy_ticks)
-  phase "$1" "${PORT_OF[$1]}" "${LINKS_OF[$1]}" "$SLICE" "$TMP/wrk.txt"
-  # The machine's ticks first, then the server's own and the service's.
-  busy=$(($(busy_ticks) - busy_before))
-  server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
-  # shellcheck disable=SC2086
-  resume_pids $2
-}
-# measure_slice NAME: one slice of phase NAME, measured again if the host stole from it
-# (bench/lib.sh, steady_slice), added to the round (slices_turns).
+# measure_slice NAME: one slice of SLICE seconds of phase NAME on its server, the servers not
+# measured stopped meanwhile (bench/redirect.sh does the same) and their ticks counted
+# (bench/lib.sh, ticks_of_run), measured again if the host stole from it (steady_slice), added
+# to the round (slices_turns).
 measure_slice() {
-  steady_slice "$1" "$SLICE" take_slice "$1" "$(all_but "${PID_OF[$1]}" "${PID_OF[@]}")"
+  local pid=${PID_OF[$1]}
+  steady_slice "$1" "$SLICE" ticks_of_run "$pid" "$(all_but "$pid" "${PID_OF[@]}")" \
+    phase "$1" "${PORT_OF[$1]}" "${LINKS_OF[$1]}" "$SLICE" "$TMP/wrk.txt"
   slice_add "$1" "$server" "$service" "$busy"
 }
 RUNS=()

@@ -94,3 +94,20 @@ describe("a round's slices in turns (bench/lib.sh, slices_turns)", () => {
     ])
   })
 })
+
+describe("a measured run with the servers not measured stopped (bench/lib.sh, ticks_of_run)", () => {
+  it("stops the other processes during the command only, and counts the ticks around it", () => {
+    const script = `
+      set -euo pipefail
+      . bench/lib.sh
+      sleep 60 & other=$!
+      sleep 60 & ALL_PID=$!
+      during() { ps -o stat= -p "$other" | cut -c1; }
+      ticks_of_run $$ "$other" during
+      echo "after $(ps -o stat= -p "$other" | cut -c1)"
+      [[ $server =~ ^[0-9]+$ && $service =~ ^[0-9]+$ && $busy =~ ^[0-9]+$ ]] && echo counted
+      kill "$other" "$ALL_PID"`
+    const lines = execFileSync("bash", ["-c", script], { cwd: ROOT, encoding: "utf8" }).trim().split("\n")
+    expect(lines).toEqual(["T", "after S", "counted"])
+  })
+})
