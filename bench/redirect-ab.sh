@@ -13,8 +13,10 @@
 #   - prints per round and as medians the tree's requests a second over the ref's (random
 #     links and one link), each one's random over one link, and the CPU a request of each.
 # Two runs of bench/redirect-scale.sh, one per version, differ by ±0.03 on a shared VM; two
-# redirectors in turns in one run see the same machine (docs/redirect-tier.md, "The host
-# without PCID, profiled", where such a run told a change of 1% from none).
+# redirectors in turns in one run see the same machine. Its A/A runs (against HEAD, nothing
+# changed) came out within 1%, so one run tells a change of more than ~2% from none on a quiet
+# host, ~4% on a noisier one (docs/redirect-tier.md, "The host without PCID, profiled" and "A
+# Zen 4 host that counts steal").
 #
 #   bash bench/redirect-ab.sh [REF]       (or: npm run bench:redirect-ab -- REF)
 #
