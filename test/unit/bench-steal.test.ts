@@ -102,11 +102,12 @@ describe("a measured run with the servers not measured stopped (bench/lib.sh, ti
       . bench/lib.sh
       sleep 60 & other=$!
       sleep 60 & ALL_PID=$!
+      # Whatever happens: none left behind, the stopped one included.
+      trap 'kill -CONT "$other"; kill "$other" "$ALL_PID"' EXIT
       during() { ps -o stat= -p "$other" | cut -c1; }
       ticks_of_run $$ "$other" during
       echo "after $(ps -o stat= -p "$other" | cut -c1)"
-      [[ $server =~ ^[0-9]+$ && $service =~ ^[0-9]+$ && $busy =~ ^[0-9]+$ ]] && echo counted
-      kill "$other" "$ALL_PID"`
+      [[ $server =~ ^[0-9]+$ && $service =~ ^[0-9]+$ && $busy =~ ^[0-9]+$ ]] && echo counted`
     const lines = execFileSync("bash", ["-c", script], { cwd: ROOT, encoding: "utf8" }).trim().split("\n")
     expect(lines).toEqual(["T", "after S", "counted"])
   })
