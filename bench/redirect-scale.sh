@@ -19,9 +19,14 @@
 #   - `scale-hot`: the same million-link redirector, capture on, with a random slug among the
 #     first BENCH_HOT_LINKS (default 1,000) only, whose buckets stay in the CPU's caches: every
 #     click is still on another link than the one before (capture's work for it is nearly the
-#     same: an event's list of links holds at most those links), but the lookup seldom misses. So scale's extra over one splits in two: scale over
-#     scale-hot is the lookup's cache misses, scale-hot over one is click capture's work for a
-#     click on another link each time (docs/redirect-tier.md);
+#     same: an event's list of links holds at most those links), but the lookup seldom misses;
+#   - `scale-one`: the same million-link redirector, capture on, always /s1 (as `one`). So
+#     scale's extra over one splits in three, each part within one process but the last:
+#     scale over scale-hot is the lookup's cache misses, scale-hot over scale-one click
+#     capture's work for a click on another link each time, and scale-one over one what the
+#     two processes differ by with the same requests (its young generation, grown during the
+#     million links' load, and its JIT's luck: docs/redirect-tier.md); scale/scale-one is
+#     what random slugs cost one redirector;
 #   - per phase, the CPU per request of the server, of the service (its PostgreSQL) and of
 #     the rest of the machine (wrk, the kernel's loopback; not the time the host stole);
 #   - a slice during which the host took more than BENCH_STEAL_LIMIT of the machine's time
@@ -43,9 +48,9 @@
 # BENCH_NODE_FLAGS (more node flags for those two, e.g. --perf-basic-prof for perf). The last line on stdout is one JSON object:
 #   {"links", "ready_s", "load_ms", "load_cpu_ms", "load_rss_mb", "load_huge_mb", "idle_rss_mb", "idle_one_rss_mb", "table_rss_mb",
 #    "rss_mb", "one_rss_mb", "bare_rps",
-#    "one_rps", "scale_rps", "scale_hot_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
-#    "scale_vs_one_nocapture", "scale_vs_hot", "hot_vs_one", "scale_vs_one_slices" and
-#    "scale_vs_one_nocapture_slices" (the medians of the slice pairs' ratios), per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us",
+#    "one_rps", "scale_rps", "scale_hot_rps", "scale_one_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
+#    "scale_vs_one_nocapture", "scale_vs_hot", "hot_vs_scale_one", "scale_one_vs_one", "scale_vs_scale_one", "scale_vs_one_slices" and
+#    "scale_vs_one_nocapture_slices", "scale_vs_scale_one_slices" (the medians of the slice pairs' ratios), per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us",
 #    "steal_permil" (the machine's time the host took during the slices kept, per mille), "steal_retaken" (slices
 #    measured again for it), "steal_over" (slices kept over the limit after the last retake)}
 set -euo pipefail
@@ -154,13 +159,13 @@ phase() {
 }
 deprioritize "$ALL_PID" "$NICE"
 # The phases: each one's server (port and pid) and paths (/s1 only, /s1 … /sN, or the first
-# BENCH_HOT_LINKS of them on the million-link redirector: scale-hot).
-NAMES=(bare one scale scale-hot one-off scale-off)
+# BENCH_HOT_LINKS of them on the million-link redirector: scale-hot; /s1 on it: scale-one).
+NAMES=(bare one scale scale-hot scale-one one-off scale-off)
 BACKWARDS=()
 for name in "${NAMES[@]}"; do BACKWARDS=("$name" "${BACKWARDS[@]}"); done
-declare -A PORT_OF=([bare]=$BARE_PORT [one]=$ONE_PORT [scale]=$SCALE_PORT [scale-hot]=$SCALE_PORT [one-off]=$ONE_OFF_PORT [scale-off]=$SCALE_OFF_PORT)
-declare -A PID_OF=([bare]=$BARE_PID [one]=$ONE_PID [scale]=$SCALE_PID [scale-hot]=$SCALE_PID [one-off]=$ONE_OFF_PID [scale-off]=$SCALE_OFF_PID)
-declare -A LINKS_OF=([bare]=$LINKS [one]=1 [scale]=$LINKS [scale-hot]=$HOT_LINKS [one-off]=1 [scale-off]=$LINKS)
+declare -A PORT_OF=([bare]=$BARE_PORT [one]=$ONE_PORT [scale]=$SCALE_PORT [scale-hot]=$SCALE_PORT [scale-one]=$SCALE_PORT [one-off]=$ONE_OFF_PORT [scale-off]=$SCALE_OFF_PORT)
+declare -A PID_OF=([bare]=$BARE_PID [one]=$ONE_PID [scale]=$SCALE_PID [scale-hot]=$SCALE_PID [scale-one]=$SCALE_PID [one-off]=$ONE_OFF_PID [scale-off]=$SCALE_OFF_PID)
+declare -A LINKS_OF=([bare]=$LINKS [one]=1 [scale]=$LINKS [scale-hot]=$HOT_LINKS [scale-one]=1 [one-off]=1 [scale-off]=$LINKS)
 log "bench: first warm-up, ${FIRST_WARMUP}s per server; then $ROUNDS rounds, in each every phase in $SLICES slices of ${SLICE}s taken in turns"
 for name in "${NAMES[@]}"; do phase "$name" "${PORT_OF[$name]}" "${LINKS_OF[$name]}" "$FIRST_WARMUP" "$TMP/warm-$name.txt"; done
 RSS_SCALE=$(rss_mb "$SCALE_PID")
@@ -200,18 +205,19 @@ STEAL_JSON=$(steal_json) node -e '
     load_rss_mb: Number(loadRss), load_huge_mb: loadHuge === "" ? null : Number(loadHuge),
     idle_rss_mb: Number(idleScale), idle_one_rss_mb: Number(idleOne), table_rss_mb: Number(idleScale) - Number(idleOne),
     rss_mb: Number(rssScale), one_rss_mb: Number(rssOne),
-    bare_rps: f(rps("bare"), 1), one_rps: f(rps("one"), 1), scale_rps: f(rps("scale"), 1), scale_hot_rps: f(rps("scale-hot"), 1),
+    bare_rps: f(rps("bare"), 1), one_rps: f(rps("one"), 1), scale_rps: f(rps("scale"), 1), scale_hot_rps: f(rps("scale-hot"), 1), scale_one_rps: f(rps("scale-one"), 1),
     one_off_rps: f(rps("one-off"), 1), scale_off_rps: f(rps("scale-off"), 1),
     scale_ratio: f(ratio("scale", "bare"), 4), one_ratio: f(ratio("one", "bare"), 4), scale_vs_one: f(ratio("scale", "one"), 4),
     scale_vs_one_nocapture: f(ratio("scale-off", "one-off"), 4),
-    scale_vs_hot: f(ratio("scale", "scale-hot"), 4), hot_vs_one: f(ratio("scale-hot", "one"), 4),
+    scale_vs_hot: f(ratio("scale", "scale-hot"), 4), hot_vs_scale_one: f(ratio("scale-hot", "scale-one"), 4),
+    scale_one_vs_one: f(ratio("scale-one", "one"), 4), scale_vs_scale_one: f(ratio("scale", "scale-one"), 4),
     ...JSON.parse(process.env.STEAL_JSON)
   }
   // CPU per request in µs (median of the rounds): the server, the service, the rest (wrk).
   // (A process that ends during a phase, a PostgreSQL autovacuum worker, takes its ticks along:
   // the service share can come out a little below what it was, never below 0 here.)
   const cpu = (a, field) => Math.max(0, median(rounds.map((r) => (r[a][field] / r[a].hz) * 1e6 / r[a].requests)))
-  const names = ["bare", "one", "scale", "scale-hot", "one-off", "scale-off"]
+  const names = ["bare", "one", "scale", "scale-hot", "scale-one", "one-off", "scale-off"]
   for (const name of names) {
     out[`${name}_cpu_us`] = f(cpu(name, "server_ticks"), 2)
     out[`${name}_service_cpu_us`] = f(cpu(name, "service_ticks"), 2)
@@ -223,13 +229,15 @@ STEAL_JSON=$(steal_json) node -e '
   const slices = (a, b) => pairs(a, b).map((x) => x.toFixed(3)).join(" ")
   out.scale_vs_one_slices = f(median(pairs("scale", "one")), 4)
   out.scale_vs_one_nocapture_slices = f(median(pairs("scale-off", "one-off")), 4)
-  console.log(`slices: scale/one ${slices("scale", "one")} (median ${out.scale_vs_one_slices}); capture off ${slices("scale-off", "one-off")} (median ${out.scale_vs_one_nocapture_slices})`)
-  console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}; capture off: scale/one ${list("scale-off", "one-off")}; scale/scale-hot ${list("scale", "scale-hot")}; scale-hot/one ${list("scale-hot", "one")}`)
+  out.scale_vs_scale_one_slices = f(median(pairs("scale", "scale-one")), 4)
+  console.log(`slices: scale/one ${slices("scale", "one")} (median ${out.scale_vs_one_slices}); capture off ${slices("scale-off", "one-off")} (median ${out.scale_vs_one_nocapture_slices}); scale/scale-one ${slices("scale", "scale-one")} (median ${out.scale_vs_scale_one_slices})`)
+  console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}; capture off: scale/one ${list("scale-off", "one-off")}; scale/scale-hot ${list("scale", "scale-hot")}; scale-hot/scale-one ${list("scale-hot", "scale-one")}; scale-one/one ${list("scale-one", "one")}; scale/scale-one ${list("scale", "scale-one")}`)
   console.log(names.map((n) => `${n}: ${out[`${n}_cpu_us`]} us of its own CPU per request, service ${out[`${n}_service_cpu_us`]}, the rest (wrk) ${out[`${n}_other_cpu_us`]}`).join("; "))
   // Where the extra CPU of a random link goes (medians of the rounds: the parts need not add up exactly).
   const extra = (a, b) => f(out[`${a}_cpu_us`] - out[`${b}_cpu_us`], 2)
   console.log(`a random link of ${links} over one link: ${extra("scale", "one")} us more of the redirector CPU a request: ` +
-    `the cache misses of the lookup ${extra("scale", "scale-hot")} (scale over scale-hot), the work of click capture for a click on another link each time ${extra("scale-hot", "one")} (scale-hot over one); with capture off a random link costs ${extra("scale-off", "one-off")} more (scale-off over one-off)`)
-  console.log(`ready ${out.ready_s} s after spawn (load ${out.load_ms} ms; target 10 s), RSS ${out.idle_rss_mb} MB idle (table ${out.table_rss_mb} MB; target <= 500), ${out.rss_mb} MB after the warm-up, scale/one ${out.scale_vs_one} (target >= 0.95; ${out.scale_vs_one_nocapture} with click capture off)`)
+    `the cache misses of the lookup ${extra("scale", "scale-hot")} (scale over scale-hot), the work of click capture for a click on another link each time ${extra("scale-hot", "scale-one")} (scale-hot over scale-one), ` +
+    `the other process ${extra("scale-one", "one")} (scale-one over one); with capture off a random link costs ${extra("scale-off", "one-off")} more (scale-off over one-off)`)
+  console.log(`ready ${out.ready_s} s after spawn (load ${out.load_ms} ms; target 10 s), RSS ${out.idle_rss_mb} MB idle (table ${out.table_rss_mb} MB; target <= 500), ${out.rss_mb} MB after the warm-up, scale/one ${out.scale_vs_one} (target >= 0.95; ${out.scale_vs_one_nocapture} with click capture off; ${out.scale_vs_scale_one} against /s1 on the same redirector)`)
   console.log(JSON.stringify(out))
 ' "$LINKS" "$READY_MS" "$LOAD_MS" "$LOAD_CPU_MS" "$LOAD_RSS" "$LOAD_HUGE" "$IDLE_RSS_SCALE" "$IDLE_RSS_ONE" "$RSS_SCALE" "$RSS_ONE" "${RUNS[@]}"
