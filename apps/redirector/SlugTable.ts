@@ -74,6 +74,11 @@ const MAX_RESERVE_BUCKETS = (1 << 30) / BUCKET
 
 const align8 = (n: number) => (n + 7) & ~7
 
+/** Where the tags start in the buffer of `capacity` buckets: after the buckets (in their huge pages). */
+const tagsAt = (capacity: number) => BASE + capacity * BUCKET
+/** The buffer of `capacity` buckets: the buckets, then their tags. */
+const tableOf = (capacity: number) => new ArrayBuffer(tagsAt(capacity) + align8(capacity))
+
 /** FNV-1a over a path's characters (seeded per table), then its high bits mixed into the low ones. */
 const FNV_PRIME = 0x01000193
 const finishHash = (h: number) => {
@@ -140,8 +145,8 @@ export class SlugTable {
   private capacity = INITIAL_BUCKETS
   /** Bucket position of a hash: its high bits scaled to the capacity (any capacity, not only powers of 2). */
   private scale = INITIAL_BUCKETS / 2 ** 32
-  private buffer = new ArrayBuffer(BASE + INITIAL_BUCKETS * BUCKET + align8(INITIAL_BUCKETS))
-  private tags = new Uint8Array(this.buffer, BASE + INITIAL_BUCKETS * BUCKET, INITIAL_BUCKETS)
+  private buffer = tableOf(INITIAL_BUCKETS)
+  private tags = new Uint8Array(this.buffer, tagsAt(INITIAL_BUCKETS), INITIAL_BUCKETS)
   private bytes = Buffer.from(this.buffer)
   private f64 = new Float64Array(this.buffer)
   private i32 = new Int32Array(this.buffer)
@@ -481,8 +486,8 @@ export class SlugTable {
     const oldCapacity = this.capacity
     this.capacity = capacity
     this.scale = capacity / 2 ** 32
-    this.buffer = new ArrayBuffer(BASE + capacity * BUCKET + align8(capacity))
-    this.tags = new Uint8Array(this.buffer, BASE + capacity * BUCKET, capacity)
+    this.buffer = tableOf(capacity)
+    this.tags = new Uint8Array(this.buffer, tagsAt(capacity), capacity)
     this.bytes = Buffer.from(this.buffer)
     this.f64 = new Float64Array(this.buffer)
     this.i32 = new Int32Array(this.buffer)
