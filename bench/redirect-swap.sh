@@ -58,14 +58,14 @@ wait_http "http://127.0.0.1:$A_PORT/readyz" "$A_PID" "redirector a" 120 200
 wait_http "http://127.0.0.1:$B_PORT/readyz" "$B_PID" "redirector b" 120 200
 deprioritize "$ALL_PID" "$NICE"
 
-# threads PID: "MAIN OTHER", the clock ticks (user + system) of its main thread and of the rest.
+# threads PID: "MAIN OTHER", the clock ticks (user + system) of its main thread and of the rest
+# (the process's, which count threads that have ended too, less the main thread's:
+# /proc/PID/task/PID/stat, read by ticks_of as the "pid" PID/task/PID).
 threads() {
-  local t main=0 other=0 ticks
-  for t in /proc/"$1"/task/*; do
-    ticks=$(sed 's/^.*) //' "$t/stat" | awk '{ print $12 + $13 }')
-    if [ "${t##*/}" = "$1" ]; then main=$((main + ticks)); else other=$((other + ticks)); fi
-  done
-  echo "$main $other"
+  local all main
+  all=$(ticks_of "$1")
+  main=$(ticks_of "$1/task/$1")
+  echo "$main $((all - main))"
 }
 # phase PID PORT RANDOM SECONDS: "REQUESTS MAIN OTHER" (ticks during the phase).
 phase() {
@@ -77,10 +77,9 @@ phase() {
   echo "$(wrk_field requests) $before $after" | awk '{ print $1, $4 - $2, $5 - $3 }'
 }
 log "bench: warm-up, ${FIRST_WARMUP}s each way per redirector"
-for pid_port in "$A_PID $A_PORT" "$B_PID $B_PORT"; do
-  set -- $pid_port
-  phase "$1" "$2" 1 "$FIRST_WARMUP" >/dev/null
-  phase "$1" "$2" "$LINKS" "$FIRST_WARMUP" >/dev/null
+for random in 1 "$LINKS"; do
+  phase "$A_PID" "$A_PORT" "$random" "$FIRST_WARMUP" >/dev/null
+  phase "$B_PID" "$B_PORT" "$random" "$FIRST_WARMUP" >/dev/null
 done
 RESULTS=()
 for ((round = 1; round <= ROUNDS; round++)); do
@@ -98,17 +97,19 @@ done
 HZ=$(getconf CLK_TCK) node -e '
   const rows = process.argv.slice(1).map((s) => s.split(" ").map(Number))
   const hz = Number(process.env.HZ)
-  const sum = (random, i) => rows.filter((r) => (r[0] > 1) === random).reduce((t, r) => t + r[i], 0)
-  const us = (random, i) => Number(((sum(random, i) / hz) * 1e6 / sum(random, 1)).toFixed(2))
+  // Rows: links, requests, main-thread ticks, other ticks. µs of CPU a request over all the rounds.
+  const sum = (random, f) => rows.filter((r) => (r[0] > 1) === random).reduce((t, r) => t + f(r), 0)
+  const us = (random, f) => ((sum(random, f) / hz) * 1e6) / sum(random, (r) => r[1])
+  const f2 = (x) => Number(x.toFixed(2))
+  const all = (r) => r[2] + r[3]
+  const other = (r) => r[3]
   const out = {
     links: Math.max(...rows.map((r) => r[0])),
-    one_us: us(false, 2) + us(false, 3), random_us: us(true, 2) + us(true, 3),
-    one_other_us: us(false, 3), random_other_us: us(true, 3)
+    one_us: f2(us(false, all)), random_us: f2(us(true, all)),
+    one_other_us: f2(us(false, other)), random_other_us: f2(us(true, other)),
+    random_over_one_us: f2(us(true, all) - us(false, all)),
+    rounds: rows.length / 2
   }
-  out.one_us = Number(out.one_us.toFixed(2))
-  out.random_us = Number(out.random_us.toFixed(2))
-  out.random_over_one_us = Number((out.random_us - out.one_us).toFixed(2))
-  out.rounds = rows.length / 2
   console.log(`one link: ${out.one_us} us of CPU a request (other threads ${out.one_other_us}); a random link of ${out.links}: ${out.random_us} (${out.random_other_us}); random over one ${out.random_over_one_us}`)
   console.log(JSON.stringify(out))
 ' "${RESULTS[@]}"
