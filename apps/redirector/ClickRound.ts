@@ -9,7 +9,7 @@ export interface ClickLinks {
   /** The row's account id (one string per account). */
   accountId(row: number): string
   /** The row's run entry (ids as the spool keeps them, at most MAX_RUN_ENTRY bytes) at `at` in `out`; its end. */
-  writeRun(row: number, out: Buffer, at: number): number
+  writeRun(row: number, out: DataView, at: number): number
 }
 
 /** A round's event id prefix: unique without a CSPRNG call per event. */
@@ -46,6 +46,7 @@ const CLICK_ROOM = 32 + (8 + MAX_RUN_ENTRY + 7) + 4 * 15 + 3 * 64
 const NO_JOURNAL = Buffer.alloc(0)
 const NO_WORDS = new Int32Array(0)
 const NO_DOUBLES = new Float64Array(0)
+const NO_VIEW = new DataView(new ArrayBuffer(0))
 /** The tag of a round's records: 32 bits of its id, never 0. */
 export const tagOf = (id: string): number => Number.parseInt(id.slice(4, 12), 16) | 0 || 1
 
@@ -148,6 +149,8 @@ export class ClickRound {
   /** The journal's words, to store a click's record with. */
   private words = NO_WORDS
   private doubles = NO_DOUBLES
+  /** The journal's bytes, for the runs' entries (`ClickLinks.writeRun`). */
+  private view = NO_VIEW
   /** The tag of this round's records (tagOf its id). */
   private tag = 0
   /** Values of each list in the journal. */
@@ -206,6 +209,7 @@ export class ClickRound {
     this.journalSize = journal.length
     this.words = new Int32Array(memory)
     this.doubles = new Float64Array(memory)
+    this.view = new DataView(memory)
     this.tag = tagOf(this.id)
     this.words[0] = JOURNAL_MAGIC
     this.doubles[1] = order
@@ -361,7 +365,7 @@ export class ClickRound {
     if (link !== this.lastLink) {
       const r = this.startRun(link, links.accountId(row))
       const at = this.runAt[r]!
-      this.close(RUN, at - 8, links.writeRun(row, this.journal, at))
+      this.close(RUN, at - 8, links.writeRun(row, this.view, at))
     }
     this.run[i] = this.runs - 1
     this.times[i] = time
@@ -405,6 +409,7 @@ export class ClickRound {
     this.journalSize = 0
     this.words = NO_WORDS
     this.doubles = NO_DOUBLES
+    this.view = NO_VIEW
     this.logged.fill(0)
     this.lastLink = -1
     this.accountValues.clear()

@@ -62,7 +62,7 @@ describe("prepared answers in the slug table", () => {
     expect([table.linkNumber(row), table.linkId(row), table.accountId(row)]).toEqual([number, "link_1", "acc_9"])
     // The run entry a click on it copies: each id's u32 length and bytes.
     const out = Buffer.alloc(64)
-    const end = table.writeRun(row, out, 3)
+    const end = table.writeRun(row, new DataView(out.buffer, out.byteOffset, out.length), 3)
     expect(end).toBe(3 + 4 + 6 + 4 + 5)
     expect([
       out.readUInt32LE(3),
@@ -75,6 +75,28 @@ describe("prepared answers in the slug table", () => {
     expect(table.linkNumber(table.rowOf("/abcdefg"))).not.toBe(number)
     expect(table.rowCount).toBe(2)
     expect(table.location(table.rowOf("/abcdefg")).length).toBe("https://e.com/a".length)
+  })
+
+  it("writes a run entry of ids of any length exactly: not a byte before it or past its end", () => {
+    const table = new SlugTable()
+    // Lengths around the four-byte steps of the copy; the Location long enough for the arena for some.
+    for (const n of [1, 2, 3, 4, 5, 7, 8, 9, 27, 255]) {
+      const id = "i".repeat(n - 1) + String(n % 10)
+      const accountId = `a${"b".repeat(Math.max(0, 11 - n))}`.slice(0, Math.max(1, 11 - n))
+      const slug = `len${n}`
+      table.apply(state({ id, accountId, slug, destinationUrl: `https://e.com/${"x".repeat(n * 3)}` }))
+      const out = Buffer.alloc(600, 0xee)
+      const at = 5
+      const end = table.writeRun(table.rowOf(`/${slug}`), new DataView(out.buffer, out.byteOffset, out.length), at)
+      const expected = Buffer.alloc(8 + n + accountId.length)
+      expected.writeUInt32LE(n, 0)
+      expected.write(id, 4, "latin1")
+      expected.writeUInt32LE(accountId.length, 4 + n)
+      expected.write(accountId, 8 + n, "latin1")
+      expect(end).toBe(at + expected.length)
+      expect(out.subarray(at, end)).toEqual(expected)
+      expect([...out.subarray(0, at), ...out.subarray(end)].every((b) => b === 0xee)).toBe(true)
+    }
   })
 
   it("does not hold a link whose link or account id is not visible ASCII (the service makes none)", () => {
