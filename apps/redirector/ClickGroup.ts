@@ -1,3 +1,4 @@
+import { copyBytes, hasQuoteOrBackslash } from "./Bytes.js"
 import type { ClickRound } from "./ClickRound.js"
 
 /**
@@ -86,6 +87,7 @@ export class ClickGroup {
    * The other lists hold their values' JSON.
    */
   private linkJson = Buffer.allocUnsafe(256)
+  private linkJsonView = new DataView(this.linkJson.buffer, this.linkJson.byteOffset, this.linkJson.length)
   private linkJsonEnd = 0
   /** Link number (ClickRound.runLink) to its index in the event's list. */
   readonly links = new FirstSeen()
@@ -115,26 +117,31 @@ export class ClickGroup {
         const wider = Buffer.allocUnsafe(Math.max(this.linkJson.length * 2, room))
         this.linkJson.copy(wider, 0, 0, this.linkJsonEnd)
         this.linkJson = wider
+        this.linkJsonView = new DataView(wider.buffer, wider.byteOffset, wider.length)
       }
       const start = this.linkJsonEnd
       let at = start
       if (i > 0) this.linkJson[at++] = 0x2c
-      this.linkJsonEnd = this.appendLinkId(at, round.journal, from, n)
+      this.linkJsonEnd = this.appendLinkId(at, round, from, n)
       this.listChars += this.linkJsonEnd - start + 1
     }
     return i
   }
-  /** `"id"` at `at`: the id's bytes as they are, unless JSON has to escape one (`"` or `\`: the service makes no such id). */
-  private appendLinkId(at: number, bytes: Buffer, from: number, n: number) {
-    const out = this.linkJson
-    out[at] = 0x22
-    for (let k = 0; k < n; k++) {
-      const b = bytes[from + k]!
-      if (b === 0x22 || b === 0x5c)
-        return at + out.write(JSON.stringify(bytes.toString("latin1", from, from + n)), at, "latin1")
-      out[at + 1 + k] = b
+  /**
+   * `"id"` at `at`, the id `n` bytes at `from` of the round's journal: its bytes as they are
+   * (visible ASCII: `storableId`), unless JSON has to escape one (`"` or `\`: the service makes
+   * no such id).
+   */
+  private appendLinkId(at: number, round: ClickRound, from: number, n: number) {
+    const journal = round.journalView()
+    if (hasQuoteOrBackslash(journal, from, n)) {
+      const id = round.journal.toString("latin1", from, from + n)
+      return at + this.linkJson.write(JSON.stringify(id), at, "latin1")
     }
-    out[at + 1 + n] = 0x22
+    const out = this.linkJsonView
+    out.setUint8(at, 0x22)
+    copyBytes(journal, from, out, at + 1, n)
+    out.setUint8(at + 1 + n, 0x22)
     return at + 2 + n
   }
   push(link: number, time: number, countryJson: string, referrerJson: string, visitorJson: string) {

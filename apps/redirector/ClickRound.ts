@@ -149,8 +149,9 @@ export class ClickRound {
   /** The journal's words, to store a click's record with. */
   private words = NO_WORDS
   private doubles = NO_DOUBLES
-  /** The journal's bytes, for the runs' entries (`ClickLinks.writeRun`). */
-  private view = NO_VIEW
+  /** `journal` as a DataView (`journalView`), and the buffer it was made for. */
+  private view: DataView = NO_VIEW
+  private viewed: Buffer = NO_JOURNAL
   /** The tag of this round's records (tagOf its id). */
   private tag = 0
   /** Values of each list in the journal. */
@@ -193,6 +194,19 @@ export class ClickRound {
     return this.journal.readUInt32LE(this.runAt[r]!)
   }
 
+  /**
+   * `journal` as a DataView, to copy ids with (Bytes.ts): made again when the journal is
+   * another buffer (a new round's, a spool file read back, a wider one).
+   */
+  journalView(): DataView {
+    const journal = this.journal
+    if (this.viewed !== journal) {
+      this.viewed = journal
+      this.view = new DataView(journal.buffer, journal.byteOffset, journal.length)
+    }
+    return this.view
+  }
+
   /** The link id of run `r` (a new string: for tests and tools; the flusher copies the run's bytes, ClickGroup.ts). */
   linkIdOf(r: number): string {
     const from = this.linkIdAt(r)
@@ -209,7 +223,6 @@ export class ClickRound {
     this.journalSize = journal.length
     this.words = new Int32Array(memory)
     this.doubles = new Float64Array(memory)
-    this.view = new DataView(memory)
     this.tag = tagOf(this.id)
     this.words[0] = JOURNAL_MAGIC
     this.doubles[1] = order
@@ -365,7 +378,7 @@ export class ClickRound {
     if (link !== this.lastLink) {
       const r = this.startRun(link, links.accountId(row))
       const at = this.runAt[r]!
-      this.close(RUN, at - 8, links.writeRun(row, this.view, at))
+      this.close(RUN, at - 8, links.writeRun(row, this.journalView(), at))
     }
     this.run[i] = this.runs - 1
     this.times[i] = time
@@ -410,6 +423,7 @@ export class ClickRound {
     this.words = NO_WORDS
     this.doubles = NO_DOUBLES
     this.view = NO_VIEW
+    this.viewed = NO_JOURNAL
     this.logged.fill(0)
     this.lastLink = -1
     this.accountValues.clear()

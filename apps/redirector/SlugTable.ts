@@ -5,6 +5,7 @@ import { LinkEvent, Topics } from "../../domain/Events.js"
 import { isReservedSlug, type Link } from "../../domain/Link.js"
 import { LinkRepo, type LinkSnapshot } from "../../domain/ports/LinkRepo.js"
 import { hugePagesOf } from "../../infra/Processes.js"
+import { copyBytes } from "./Bytes.js"
 import { prepareLocation } from "./Location.js"
 
 /**
@@ -91,22 +92,6 @@ const put = (bytes: Uint8Array, at: number, s: string) => {
   for (let k = 0; k < s.length; k++) bytes[at + k] = s.charCodeAt(k)
   return at + s.length
 }
-/**
- * `n` bytes at `fromAt` of `from` to `toAt` of `to`, four at a time (the last four read and
- * written again where `n` is not a multiple of four): a run entry's ids are copied per click on
- * another link than the last, and this is a third of a byte loop's work. Writes nothing outside
- * the `n` bytes (a journal's next record may follow at once).
- */
-const copyBytes = (from: DataView, fromAt: number, to: DataView, toAt: number, n: number) => {
-  if (n < 4) {
-    for (let k = 0; k < n; k++) to.setUint8(toAt + k, from.getUint8(fromAt + k))
-    return
-  }
-  const last = n - 4
-  for (let k = 0; k < last; k += 4) to.setInt32(toAt + k, from.getInt32(fromAt + k, true), true)
-  to.setInt32(toAt + last, from.getInt32(fromAt + last, true), true)
-}
-
 /** A DataView of all of `b`. */
 const viewOf = (b: Buffer) => new DataView(b.buffer, b.byteOffset, b.length)
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
-import { FirstSeen } from "../../apps/redirector/ClickGroup.js"
+import { ClickGroup, FirstSeen } from "../../apps/redirector/ClickGroup.js"
+import { ClickRound } from "../../apps/redirector/ClickRound.js"
 
 /** A deterministic draw of numbers in [0, max): the same sequence every run. */
 const draws = (count: number, max: number) => {
@@ -42,5 +43,30 @@ describe("FirstSeen (an event's link numbers to their index in its list)", () =>
     expect(seen.indexOf(42)).toBe(0)
     expect(seen.indexOf(7)).toBe(1)
     expect(seen.indexOf(42)).toBe(0)
+  })
+})
+
+describe("ClickGroup's list of links (their ids copied from the round's journal)", () => {
+  it("lists each run's link id once, in the order first seen, as JSON: ids of any length, a quote or a backslash escaped", () => {
+    const ids = [
+      "l",
+      "li",
+      "lin",
+      "link",
+      "link_",
+      "link_0123456789abcdefghijkl",
+      'link_"quoted"',
+      "link_back\\slash",
+      "\\",
+      `link_${"x".repeat(250)}`
+    ]
+    const round = new ClickRound(16)
+    round.beginInMemory()
+    // Each id twice, the second time as a later run of the same link.
+    for (let twice = 0; twice < 2; twice++) for (const [n, id] of ids.entries()) round.pushRun(n, id, "acct_1")
+    const group = new ClickGroup("acct_1")
+    const indexes = Array.from({ length: round.runs }, (_, r) => group.linkIndex(round.runLink[r]!, round, r))
+    expect(indexes).toEqual([...ids.keys(), ...ids.keys()])
+    expect(JSON.parse(group.take()).links).toEqual(ids)
   })
 })
