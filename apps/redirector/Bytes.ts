@@ -7,6 +7,9 @@
  * the `n` bytes is read or written.
  */
 
+/** All of `b` as a DataView. */
+export const viewOf = (b: Buffer): DataView => new DataView(b.buffer, b.byteOffset, b.length)
+
 /** `n` bytes at `fromAt` of `from` to `toAt` of `to`. */
 export const copyBytes = (from: DataView, fromAt: number, to: DataView, toAt: number, n: number) => {
   if (n < 4) {

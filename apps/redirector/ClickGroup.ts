@@ -1,4 +1,4 @@
-import { copyBytes, hasQuoteOrBackslash } from "./Bytes.js"
+import { copyBytes, hasQuoteOrBackslash, viewOf } from "./Bytes.js"
 import type { ClickRound } from "./ClickRound.js"
 
 /**
@@ -87,7 +87,7 @@ export class ClickGroup {
    * The other lists hold their values' JSON.
    */
   private linkJson = Buffer.allocUnsafe(256)
-  private linkJsonView = new DataView(this.linkJson.buffer, this.linkJson.byteOffset, this.linkJson.length)
+  private linkJsonView = viewOf(this.linkJson)
   private linkJsonEnd = 0
   /** Link number (ClickRound.runLink) to its index in the event's list. */
   readonly links = new FirstSeen()
@@ -117,7 +117,7 @@ export class ClickGroup {
         const wider = Buffer.allocUnsafe(Math.max(this.linkJson.length * 2, room))
         this.linkJson.copy(wider, 0, 0, this.linkJsonEnd)
         this.linkJson = wider
-        this.linkJsonView = new DataView(wider.buffer, wider.byteOffset, wider.length)
+        this.linkJsonView = viewOf(wider)
       }
       const start = this.linkJsonEnd
       let at = start

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto"
 import { ipText, ipv4Offset, ipv4Text, type RawPeer } from "../../infra/http/HttpServer.js"
+import { viewOf } from "./Bytes.js"
 import { MAX_RUN_ENTRY } from "./SlugTable.js"
 
 /** What recording a click asks of the slug table (SlugTable implements it), by the row its lookup gave. */
@@ -202,7 +203,7 @@ export class ClickRound {
     const journal = this.journal
     if (this.viewed !== journal) {
       this.viewed = journal
-      this.view = new DataView(journal.buffer, journal.byteOffset, journal.length)
+      this.view = viewOf(journal)
     }
     return this.view
   }

@@ -5,7 +5,7 @@ import { LinkEvent, Topics } from "../../domain/Events.js"
 import { isReservedSlug, type Link } from "../../domain/Link.js"
 import { LinkRepo, type LinkSnapshot } from "../../domain/ports/LinkRepo.js"
 import { hugePagesOf } from "../../infra/Processes.js"
-import { copyBytes } from "./Bytes.js"
+import { copyBytes, viewOf } from "./Bytes.js"
 import { prepareLocation } from "./Location.js"
 
 /**
@@ -92,9 +92,6 @@ const put = (bytes: Uint8Array, at: number, s: string) => {
   for (let k = 0; k < s.length; k++) bytes[at + k] = s.charCodeAt(k)
   return at + s.length
 }
-/** A DataView of all of `b`. */
-const viewOf = (b: Buffer) => new DataView(b.buffer, b.byteOffset, b.length)
-
 /** A bucket's tag: 7 bits of its path's hash that do not choose the bucket, and a set high bit (0: empty). */
 const tagOf = (h: number) => (h & 0x7f) | 0x80
 

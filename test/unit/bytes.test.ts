@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { copyBytes, hasQuoteOrBackslash } from "../../apps/redirector/Bytes.js"
-
-const view = (b: Buffer) => new DataView(b.buffer, b.byteOffset, b.length)
+import { copyBytes, hasQuoteOrBackslash, viewOf as view } from "../../apps/redirector/Bytes.js"
 
 describe("ids moved and scanned four bytes at a time (Bytes.ts)", () => {
   it("copies exactly n bytes, for every length up to 40 and every alignment, writing nothing around them", () => {
@@ -32,7 +30,8 @@ describe("ids moved and scanned four bytes at a time (Bytes.ts)", () => {
           const b = Buffer.from(id)
           b[k] = c
           expect(hasQuoteOrBackslash(view(b), 0, n)).toBe(true)
-          // A quote just past the n bytes (or before them) is not theirs.
+          // One just past the bytes, or just before them, is not theirs.
+          expect(hasQuoteOrBackslash(view(b), 0, k)).toBe(false)
           expect(hasQuoteOrBackslash(view(b), k + 1, Math.min(n, b.length - k - 1))).toBe(false)
         }
       }

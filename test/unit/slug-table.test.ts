@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import { viewOf } from "../../apps/redirector/Bytes.js"
 import { type LinkState, SlugTable } from "../../apps/redirector/SlugTable.js"
 
 describe("prepared answers in the slug table", () => {
@@ -62,7 +63,7 @@ describe("prepared answers in the slug table", () => {
     expect([table.linkNumber(row), table.linkId(row), table.accountId(row)]).toEqual([number, "link_1", "acc_9"])
     // The run entry a click on it copies: each id's u32 length and bytes.
     const out = Buffer.alloc(64)
-    const end = table.writeRun(row, new DataView(out.buffer, out.byteOffset, out.length), 3)
+    const end = table.writeRun(row, viewOf(out), 3)
     expect(end).toBe(3 + 4 + 6 + 4 + 5)
     expect([
       out.readUInt32LE(3),
@@ -87,7 +88,7 @@ describe("prepared answers in the slug table", () => {
       table.apply(state({ id, accountId, slug, destinationUrl: `https://e.com/${"x".repeat(n * 3)}` }))
       const out = Buffer.alloc(600, 0xee)
       const at = 5
-      const end = table.writeRun(table.rowOf(`/${slug}`), new DataView(out.buffer, out.byteOffset, out.length), at)
+      const end = table.writeRun(table.rowOf(`/${slug}`), viewOf(out), at)
       const expected = Buffer.alloc(8 + n + accountId.length)
       expected.writeUInt32LE(n, 0)
       expected.write(id, 4, "latin1")
