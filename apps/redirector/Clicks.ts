@@ -12,7 +12,11 @@ import type { VisitorSecrets } from "./VisitorSecrets.js"
 const CACHE_ENTRIES = 10_000
 /** Raw clicks converted between two yields to the event loop. */
 const CONVERT_SLICE = 1_000
-/** Empty groups a round leaves to the next (ClickGroup.reuse), so an account's lists are not grown again each round. */
+/**
+ * Empty groups a round leaves to the next (ClickGroup.reuse), so an account's lists are not
+ * grown again each round; each holds at most ~1 MB (its list of links under
+ * MAX_EVENT_LIST_CHARS, and its index).
+ */
 const SPARE_GROUPS = 4
 /** Clicks per clicks.recorded event by default. */
 const CLICKS_PER_EVENT = 4_000
