@@ -96,19 +96,32 @@ describe("a round's slices in turns (bench/lib.sh, slices_turns)", () => {
 })
 
 describe("a measured run with the servers not measured stopped (bench/lib.sh, ticks_of_run)", () => {
-  it("stops the other processes during the command only, and counts the ticks around it", () => {
+  it("stops the other processes during the command only, and counts each one's ticks around it", () => {
+    // The server: a shell spinning (its tree: it and its spinning child); the service: a sleep
+    // (its ticks stay 0); the command: a second's sleep, during which the server alone spins.
     const script = `
       set -euo pipefail
       . bench/lib.sh
       sleep 60 & other=$!
       sleep 60 & ALL_PID=$!
+      bash -c 'while :; do :; done & wait' & spinner=$!
       # Whatever happens: none left behind, the stopped one included.
-      trap 'kill -CONT "$other"; kill "$other" "$ALL_PID"' EXIT
-      during() { ps -o stat= -p "$other" | cut -c1; }
-      ticks_of_run $$ "$other" during
+      trap 'kill -CONT "$other"; pkill -P "$spinner"; kill "$other" "$ALL_PID" "$spinner"' EXIT
+      during() { ps -o stat= -p "$other" | cut -c1; sleep 1; }
+      start=$(date +%s%N)
+      ticks_of_run "$spinner" "$other" during
+      wall_ms=$((($(date +%s%N) - start) / 1000000))
       echo "after $(ps -o stat= -p "$other" | cut -c1)"
-      [[ $server =~ ^[0-9]+$ && $service =~ ^[0-9]+$ && $busy =~ ^[0-9]+$ ]] && echo counted`
+      echo "$server $service $busy $(getconf CLK_TCK) $wall_ms"`
     const lines = execFileSync("bash", ["-c", script], { cwd: ROOT, encoding: "utf8" }).trim().split("\n")
-    expect(lines).toEqual(["T", "after S", "counted"])
+    expect(lines.slice(0, 2)).toEqual(["T", "after S"])
+    const [server, service, busy, hz, wallMs] = lines[2]!.split(" ").map(Number)
+    // A second of one spinning process, counted from its child (the tree): at least a tenth of
+    // it on the busiest machine, at most one core's ticks over the call's time (and the tick
+    // either side). The machine counted it too; the sleeping service used none.
+    expect(server).toBeGreaterThanOrEqual(hz! / 10)
+    expect(server).toBeLessThanOrEqual((wallMs! / 1000) * hz! + 2)
+    expect(busy).toBeGreaterThanOrEqual(server! / 2)
+    expect(service).toBeLessThanOrEqual(1)
   })
 })
