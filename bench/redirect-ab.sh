@@ -119,13 +119,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 steal_summary
 
-STEAL_JSON=$(steal_json) node -e '
+STEAL_JSON=$(steal_json) node --input-type=module -e '
+  import { fixed as f, median, slicedRounds } from "./bench/summary.mjs"
   const [ref, links, ...runs] = process.argv.slice(1)
-  const rounds = runs.map((s) => JSON.parse(s))
-  const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
-  const ratio = (a, b) => median(rounds.map((r) => r[a].rps / r[b].rps))
-  const f = (x, d) => Number(x.toFixed(d))
-  const pairs = (a, b) => rounds.flatMap((r) => r[a].slices_rps.map((x, i) => x / r[b].slices_rps[i]))
+  const { ratio, rps, list, pairs, cpuUs } = slicedRounds(runs)
   const out = {
     ref, links: Number(links),
     tree_vs_ref: f(ratio("tree", "ref"), 4), tree_vs_ref_one: f(ratio("tree-one", "ref-one"), 4),
@@ -133,11 +130,10 @@ STEAL_JSON=$(steal_json) node -e '
     tree_scale_vs_one: f(ratio("tree", "tree-one"), 4), ref_scale_vs_one: f(ratio("ref", "ref-one"), 4)
   }
   for (const name of ["tree", "ref", "tree-one", "ref-one"]) {
-    out[`${name}_rps`] = f(median(rounds.map((r) => r[name].rps)), 1)
-    out[`${name}_cpu_us`] = f(median(rounds.map((r) => (r[name].server_ticks / r[name].hz) * 1e6 / r[name].requests)), 2)
+    out[`${name}_rps`] = f(rps(name), 1)
+    out[`${name}_cpu_us`] = f(cpuUs(name), 2)
   }
   Object.assign(out, JSON.parse(process.env.STEAL_JSON))
-  const list = (a, b) => rounds.map((r) => (r[a].rps / r[b].rps).toFixed(3)).join(", ")
   console.log(`slices: tree/ref, random links ${pairs("tree", "ref").map((x) => x.toFixed(3)).join(" ")} (median ${out.tree_vs_ref_slices})`)
   console.log(`rounds: tree/ref ${list("tree", "ref")}; one link ${list("tree-one", "ref-one")}; random/one: tree ${list("tree", "tree-one")}, ref ${list("ref", "ref-one")}`)
   console.log(`this tree against ${ref}: ${out.tree_vs_ref} of its requests a second with random links of ${links}, ${out.tree_vs_ref_one} with one link; ` +

@@ -158,10 +158,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 steal_summary
 
-STEAL_JSON=$(steal_json) node -e '
+STEAL_JSON=$(steal_json) node --input-type=module -e '
+  import { median } from "./bench/summary.mjs"
   const [hz, ...runs] = process.argv.slice(1)
   const rounds = runs.map((s) => JSON.parse(s))
-  const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
   const cached = "address+cache" in rounds[0]
   const viewed = "address+view" in rounds[0]
   const names = ["bare", "address", "syscall", "table-one", "table-random", "table+address-one", "table+address",

@@ -111,13 +111,11 @@ RSS_ONE=$(rss_mb "$ONE_PID")
 RSS_PROCS=$(($(rss_mb "$PROC1_PID") + $(rss_mb "$PROC2_PID")))
 RSS_THREADS=$(rss_mb "$THREADS_PID")
 
-node -e '
+node --input-type=module -e '
+  import { fixed as f, median, slicedRounds } from "./bench/summary.mjs"
   const [rssOne, rssProcs, rssThreads, ...runs] = process.argv.slice(1)
-  const rounds = runs.map((s) => JSON.parse(s))
-  const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
+  const { rounds, rps } = slicedRounds(runs)
   const ratios = (a) => rounds.map((r) => r[a].rps / r.one.rps)
-  const rps = (a) => median(rounds.map((r) => r[a].rps))
-  const f = (x, d) => Number(x.toFixed(d))
   const list = (a) => ratios(a).map((x) => x.toFixed(3)).join(", ")
   console.log(`rounds: procs/one ${list("procs")}; threads/one ${list("threads")}`)
   const out = {

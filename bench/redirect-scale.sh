@@ -193,13 +193,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 steal_summary
 
-STEAL_JSON=$(steal_json) node -e '
+STEAL_JSON=$(steal_json) node --input-type=module -e '
+  import { fixed as f, median, slicedRounds } from "./bench/summary.mjs"
   const [links, readyMs, loadMs, loadCpuMs, loadRss, loadHuge, idleScale, idleOne, rssScale, rssOne, ...runs] = process.argv.slice(1)
-  const rounds = runs.map((s) => JSON.parse(s))
-  const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
-  const ratio = (a, b) => median(rounds.map((r) => r[a].rps / r[b].rps))
-  const rps = (a) => median(rounds.map((r) => r[a].rps))
-  const f = (x, d) => Number(x.toFixed(d))
+  const { rounds, ratio, rps, list, pairs, cpuUs } = slicedRounds(runs)
   const out = {
     links: Number(links), ready_s: f(readyMs / 1000, 3), load_ms: Number(loadMs), load_cpu_ms: Number(loadCpuMs),
     load_rss_mb: Number(loadRss), load_huge_mb: loadHuge === "" ? null : Number(loadHuge),
@@ -216,16 +213,13 @@ STEAL_JSON=$(steal_json) node -e '
   // CPU per request in µs (median of the rounds): the server, the service, the rest (wrk).
   // (A process that ends during a phase, a PostgreSQL autovacuum worker, takes its ticks along:
   // the service share can come out a little below what it was, never below 0 here.)
-  const cpu = (a, field) => Math.max(0, median(rounds.map((r) => (r[a][field] / r[a].hz) * 1e6 / r[a].requests)))
+  const cpu = (a, field) => Math.max(0, cpuUs(a, field))
   const names = ["bare", "one", "scale", "scale-hot", "scale-one", "one-off", "scale-off"]
   for (const name of names) {
     out[`${name}_cpu_us`] = f(cpu(name, "server_ticks"), 2)
     out[`${name}_service_cpu_us`] = f(cpu(name, "service_ticks"), 2)
     out[`${name}_other_cpu_us`] = f(median(rounds.map((r) => ((r[name].busy_ticks - r[name].server_ticks - r[name].service_ticks) / r[name].hz) * 1e6 / r[name].requests)), 2)
   }
-  const list = (a, b) => rounds.map((r) => (r[a].rps / r[b].rps).toFixed(3)).join(", ")
-  // The same ratios slice by slice (the two phases of a pair ran next to each other).
-  const pairs = (a, b) => rounds.flatMap((r) => r[a].slices_rps.map((x, i) => x / r[b].slices_rps[i]))
   const slices = (a, b) => pairs(a, b).map((x) => x.toFixed(3)).join(" ")
   out.scale_vs_one_slices = f(median(pairs("scale", "one")), 4)
   out.scale_vs_one_nocapture_slices = f(median(pairs("scale-off", "one-off")), 4)

@@ -238,13 +238,14 @@ measure() {
 result() {
   local name=$1 line
   shift
-  line=$(node -e '
+  line=$(node --input-type=module -e '
+    import { median } from "./bench/summary.mjs"
     const [name, ...runs] = process.argv.slice(1)
     const rs = runs.map((s) => JSON.parse(s))
     const sum = (k) => rs.reduce((a, r) => a + r[k], 0)
-    const median = (k) => rs.map((r) => r[k]).sort((a, b) => a - b)[(rs.length - 1) >> 1]
     const r = { requests: sum("requests"), gets: sum("gets"), heads: sum("heads"), duration_s: sum("duration_s"),
-      non3xx: sum("non3xx"), socket_errors: sum("socket_errors"), p50_ms: median("p50_ms"), p99_ms: median("p99_ms"),
+      non3xx: sum("non3xx"), socket_errors: sum("socket_errors"),
+      p50_ms: median(rs.map((x) => x.p50_ms)), p99_ms: median(rs.map((x) => x.p99_ms)),
       server_ticks: sum("server_ticks"), service_ticks: sum("service_ticks"), others_ticks: sum("others_ticks"),
       busy_ticks: sum("busy_ticks"), hz: rs[0].hz, runs: sum("runs") }
     r.rps = (r.requests - r.non3xx) / r.duration_s
@@ -377,13 +378,12 @@ fi
 
 # The ratios are the median over the rounds of each round's own ratio: the three phases of a
 # round run within a minute of each other, so a slow spell of the machine moves them together.
-STEAL_JSON=$(steal_json) node -e '
+STEAL_JSON=$(steal_json) node --input-type=module -e '
+  import { fixed as round, median } from "./bench/summary.mjs"
   const [b, c, n, rb, rc, rn] = process.argv.slice(1, 7).map((s) => JSON.parse(s))
   const [sent, counted] = process.argv.slice(7, 9).map(Number)
   const ru = JSON.parse(process.argv[9])
   const [metricsCaptured, capturedTotal, publishedTotal] = process.argv.slice(10, 13).map(Number)
-  const round = (x, d) => Number(x.toFixed(d))
-  const median = (xs) => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]
   const captureRatios = rb.map((r, i) => rc[i].rps / r.rps)
   const nocaptureRatios = rb.map((r, i) => rn[i].rps / r.rps)
   const captureRatio = median(captureRatios)
