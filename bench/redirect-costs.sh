@@ -159,24 +159,23 @@ done
 steal_summary
 
 STEAL_JSON=$(steal_json) node --input-type=module -e '
-  import { median } from "./bench/summary.mjs"
+  import { fixed, median, slicedRounds } from "./bench/summary.mjs"
   const [hz, ...runs] = process.argv.slice(1)
-  const rounds = runs.map((s) => JSON.parse(s))
+  const { rounds, rps, ratio, cpuUs } = slicedRounds(runs)
   const cached = "address+cache" in rounds[0]
   const viewed = "address+view" in rounds[0]
   const names = ["bare", "address", "syscall", "table-one", "table-random", "table+address-one", "table+address",
     "table+syscall-one", "table+syscall", "table+buffer-one", "table+buffer",
     ...(cached ? ["address+cache", "table+address+cache-one", "table+address+cache"] : []),
     ...(viewed ? ["address+view", "table+address+view-one", "table+address+view"] : [])]
-  const cpu = (n) => median(rounds.map((r) => (r[n].server_ticks / Number(hz)) * 1e6 / r[n].requests))
   const out = {}
   for (const n of names) {
-    out[`${n}_rps`] = Number(median(rounds.map((r) => r[n].rps)).toFixed(1))
-    out[`${n}_cpu_us`] = Number(cpu(n).toFixed(2))
+    out[`${n}_rps`] = fixed(rps(n), 1)
+    out[`${n}_cpu_us`] = fixed(cpuUs(n), 2)
   }
   // What phase `a` costs the server more a request than phase `b` (µs), and the req/s ratio of the two.
-  const extraUs = (a, b) => Number(median(rounds.map((r) => (r[a].server_ticks / r[a].requests - r[b].server_ticks / r[b].requests) / Number(hz) * 1e6)).toFixed(2))
-  const randomRatio = (random, one) => Number(median(rounds.map((r) => r[random].rps / r[one].rps)).toFixed(3))
+  const extraUs = (a, b) => fixed(median(rounds.map((r) => (r[a].server_ticks / r[a].requests - r[b].server_ticks / r[b].requests) / Number(hz) * 1e6)), 2)
+  const randomRatio = (random, one) => fixed(ratio(random, one), 3)
   out.address_us = extraUs("address", "bare")
   out.syscall_us = extraUs("syscall", "bare")
   out.random_table_us = extraUs("table-random", "table-one")
