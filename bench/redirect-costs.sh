@@ -160,7 +160,7 @@ steal_summary
 
 STEAL_JSON=$(steal_json) node --input-type=module -e '
   import { fixed, median, slicedRounds } from "./bench/summary.mjs"
-  const [hz, ...runs] = process.argv.slice(1)
+  const runs = process.argv.slice(1)
   const { rounds, rps, ratio, cpuUs } = slicedRounds(runs)
   const cached = "address+cache" in rounds[0]
   const viewed = "address+view" in rounds[0]
@@ -174,7 +174,7 @@ STEAL_JSON=$(steal_json) node --input-type=module -e '
     out[`${n}_cpu_us`] = fixed(cpuUs(n), 2)
   }
   // What phase `a` costs the server more a request than phase `b` (µs), and the req/s ratio of the two.
-  const extraUs = (a, b) => fixed(median(rounds.map((r) => (r[a].server_ticks / r[a].requests - r[b].server_ticks / r[b].requests) / Number(hz) * 1e6)), 2)
+  const extraUs = (a, b) => fixed(median(rounds.map((r) => (r[a].server_ticks / r[a].requests - r[b].server_ticks / r[b].requests) / r[a].hz * 1e6)), 2)
   const randomRatio = (random, one) => fixed(ratio(random, one), 3)
   out.address_us = extraUs("address", "bare")
   out.syscall_us = extraUs("syscall", "bare")
@@ -198,4 +198,4 @@ STEAL_JSON=$(steal_json) node --input-type=module -e '
   if (cached) console.log(`with the peer-address cache: the address read ${out.address_cached_us} us a request; random paths ${out.random_with_cached_address_us} us more than /s1, req/s random/one ${out.random_vs_one_with_cached_address}`)
   if (viewed) console.log(`from the current-peer view: the address read ${out.address_view_us} us a request; random paths ${out.random_with_view_address_us} us more than /s1, req/s random/one ${out.random_vs_one_with_view_address}`)
   console.log(JSON.stringify({ ...out, ...JSON.parse(process.env.STEAL_JSON) }))
-' "$HZ" "${RUNS[@]}"
+' "${RUNS[@]}"

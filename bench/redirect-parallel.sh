@@ -112,15 +112,13 @@ RSS_PROCS=$(($(rss_mb "$PROC1_PID") + $(rss_mb "$PROC2_PID")))
 RSS_THREADS=$(rss_mb "$THREADS_PID")
 
 node --input-type=module -e '
-  import { fixed as f, median, slicedRounds } from "./bench/summary.mjs"
+  import { fixed as f, slicedRounds } from "./bench/summary.mjs"
   const [rssOne, rssProcs, rssThreads, ...runs] = process.argv.slice(1)
-  const { rounds, rps } = slicedRounds(runs)
-  const ratios = (a) => rounds.map((r) => r[a].rps / r.one.rps)
-  const list = (a) => ratios(a).map((x) => x.toFixed(3)).join(", ")
-  console.log(`rounds: procs/one ${list("procs")}; threads/one ${list("threads")}`)
+  const { rounds, rps, ratio, list } = slicedRounds(runs)
+  console.log(`rounds: procs/one ${list("procs", "one")}; threads/one ${list("threads", "one")}`)
   const out = {
     one_rps: f(rps("one"), 1), procs_rps: f(rps("procs"), 1), threads_rps: f(rps("threads"), 1),
-    procs_ratio: f(median(ratios("procs")), 4), threads_ratio: f(median(ratios("threads")), 4),
+    procs_ratio: f(ratio("procs", "one"), 4), threads_ratio: f(ratio("threads", "one"), 4),
     one_rss_mb: Number(rssOne), procs_rss_mb: Number(rssProcs), threads_rss_mb: Number(rssThreads), rounds: rounds.length
   }
   console.log(`medians: procs/one ${out.procs_ratio}, threads/one ${out.threads_ratio}; RSS one ${out.one_rss_mb} MB, procs ${out.procs_rss_mb} MB (2 processes), threads ${out.threads_rss_mb} MB (1 process, 2 threads)`)
