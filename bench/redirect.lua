@@ -10,7 +10,10 @@
 -- The query makes every request a new string for any N: wrk's LuaJIT interns strings, and a
 -- request equal to the last one (N = 1: always /s1) costs wrk 0.3 us less than a new string
 -- and its collection (0.08 against 0.35-0.38 us in luajit), which made the one-link phases
--- look 1-4% faster than the random ones for wrk's sake, not the server's.
+-- look 1-4% faster than the random ones for wrk's sake, not the server's. For the same reason
+-- the path and its query are one string.format: the slug's digits on their own were a string
+-- too, new with a random k and found again with N = 1 (0.05-0.07 us a request more with the
+-- random slugs in luajit, ~0.4% of a request's machine time; one format: -0.02-0.05).
 -- With BENCH_PAD=W as well, k has W digits (zeros in front: bench/seed-links.ts's WIDTH), so
 -- the one-link phases' request (/s0000001) is as long as any random one's.
 local threads = {}
@@ -33,7 +36,8 @@ function init(args)
   get_req = wrk.format("GET", path, headers)
   head_req = wrk.format("HEAD", path, headers)
   random_n = tonumber(os.getenv("BENCH_RANDOM") or "0")
-  key_format = "%0" .. (tonumber(os.getenv("BENCH_PAD") or "0") or 0) .. "d"
+  -- The path with the slug's k and the query's count ("%" in BENCH_PATH doubled).
+  path_format = path:gsub("%%", "%%%%") .. "%0" .. (tonumber(os.getenv("BENCH_PAD") or "0") or 0) .. "d?r=%d"
   if random_n > 0 then
     math.randomseed(os.time() + (tonumber(tostring({}):match("0x(%x+)") or "0", 16) or 0) % 100000)
   end
@@ -43,7 +47,7 @@ function request()
   if os.time() - started < get_seconds then
     gets = gets + 1
     if random_n > 0 then
-      return wrk.format("GET", path .. string.format(key_format, math.random(1, random_n)) .. "?r=" .. gets, headers)
+      return wrk.format("GET", string.format(path_format, math.random(1, random_n), gets), headers)
     end
     return get_req
   end
