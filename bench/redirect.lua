@@ -36,9 +36,9 @@ function init(args)
   get_req = wrk.format("GET", path, headers)
   head_req = wrk.format("HEAD", path, headers)
   random_n = tonumber(os.getenv("BENCH_RANDOM") or "0")
-  -- The path with the slug's k and the query's count ("%" in BENCH_PATH doubled).
-  path_format = path:gsub("%%", "%%%%") .. "%0" .. (tonumber(os.getenv("BENCH_PAD") or "0") or 0) .. "d?r=%d"
   if random_n > 0 then
+    -- The path with the slug's k and the query's count ("%" in BENCH_PATH doubled).
+    path_format = path:gsub("%%", "%%%%") .. "%0" .. (tonumber(os.getenv("BENCH_PAD") or "0") or 0) .. "d?r=%d"
     math.randomseed(os.time() + (tonumber(tostring({}):match("0x(%x+)") or "0", 16) or 0) % 100000)
   end
 end
