@@ -96,9 +96,9 @@ describe("a round's slices in turns (bench/lib.sh, slices_turns)", () => {
 })
 
 describe("a measured run with the servers not measured stopped (bench/lib.sh, ticks_of_run)", () => {
-  it("stops the other processes during the command only, and counts each one's ticks around it", () => {
+  it("stops the other processes during the command only, and counts each one's ticks around it, the command's own apart", () => {
     // The server: a shell spinning (its tree: it and its spinning child); the service: a sleep
-    // (its ticks stay 0); the command: a second's sleep, during which the server alone spins.
+    // (its ticks stay 0); the command: a second of a process of its own spinning beside it.
     const script = `
       set -euo pipefail
       . bench/lib.sh
@@ -107,15 +107,16 @@ describe("a measured run with the servers not measured stopped (bench/lib.sh, ti
       bash -c 'while :; do :; done & wait' & spinner=$!
       # Whatever happens: none left behind, the stopped one included.
       trap 'kill -CONT "$other"; pkill -P "$spinner"; kill "$other" "$ALL_PID" "$spinner"' EXIT
-      during() { ps -o stat= -p "$other" | cut -c1; sleep 1; }
+      # The command's own process: a second of spinning too (its ticks wrk's).
+      during() { ps -o stat= -p "$other" | cut -c1; timeout 1 bash -c 'while :; do :; done' || true; }
       start=$(date +%s%N)
       ticks_of_run "$spinner" "$other" during
       wall_ms=$((($(date +%s%N) - start) / 1000000))
       echo "after $(ps -o stat= -p "$other" | cut -c1)"
-      echo "$server $service $busy $(getconf CLK_TCK) $wall_ms"`
+      echo "$server $service $busy $(getconf CLK_TCK) $wall_ms $wrk $kthreads $unowned"`
     const lines = execFileSync("bash", ["-c", script], { cwd: ROOT, encoding: "utf8" }).trim().split("\n")
     expect(lines.slice(0, 2)).toEqual(["T", "after S"])
-    const [server, service, busy, hz, wallMs] = lines[2]!.split(" ").map(Number)
+    const [server, service, busy, hz, wallMs, wrk, kthreads, unowned] = lines[2]!.split(" ").map(Number)
     // A second of one spinning process, counted from its child (the tree): at least a tenth of
     // it on the busiest machine, at most one core's ticks over the call's time (and the tick
     // either side). The machine counted it too; the sleeping service used none.
@@ -123,5 +124,13 @@ describe("a measured run with the servers not measured stopped (bench/lib.sh, ti
     expect(server).toBeLessThanOrEqual((wallMs! / 1000) * hz! + 2)
     expect(busy).toBeGreaterThanOrEqual(server! / 2)
     expect(service).toBeLessThanOrEqual(1)
+    // The command's spinner, ended by the time it returned, is wrk's, not the server's; the
+    // machine's busy ticks hold both, and what no process alive at both ends and no ended child
+    // took is a share of them (a tick's rounding either way on each of the reads).
+    expect(wrk).toBeGreaterThanOrEqual(hz! / 10)
+    expect(wrk).toBeLessThanOrEqual((wallMs! / 1000) * hz! + 2)
+    expect(busy).toBeGreaterThanOrEqual((server! + wrk!) / 2)
+    expect(kthreads).toBeGreaterThanOrEqual(0)
+    expect(Math.abs(unowned!)).toBeLessThan(busy!)
   })
 })
