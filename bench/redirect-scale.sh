@@ -222,7 +222,7 @@ STEAL_JSON=$(steal_json) node --input-type=module -e '
     out[`${name}_service_cpu_us`] = f(cpu(name, "service_ticks"), 2)
     out[`${name}_other_cpu_us`] = f(median(rounds.map((r) => ((r[name].busy_ticks - r[name].server_ticks - r[name].service_ticks) / r[name].hz) * 1e6 / r[name].requests)), 2)
     // The rest split (bench/lib.sh, ticks_of_run): wrk, the kernel threads, no process, and
-    // the interrupts and softirqs on whoever's account.
+    // the interrupts and softirqs charged to whichever process they interrupted, or none.
     for (const part of ["wrk", "kthreads", "unowned", "irq"]) out[`${name}_${part}_cpu_us`] = f(cpuUs(name, `${part}_ticks`), 2)
   }
   const slices = (a, b) => pairs(a, b).map((x) => x.toFixed(3)).join(" ")
@@ -232,7 +232,7 @@ STEAL_JSON=$(steal_json) node --input-type=module -e '
   console.log(`slices: scale/one ${slices("scale", "one")} (median ${out.scale_vs_one_slices}); capture off ${slices("scale-off", "one-off")} (median ${out.scale_vs_one_nocapture_slices}); scale/scale-one ${slices("scale", "scale-one")} (median ${out.scale_vs_scale_one_slices})`)
   console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}; capture off: scale/one ${list("scale-off", "one-off")}; scale/scale-hot ${list("scale", "scale-hot")}; scale-hot/scale-one ${list("scale-hot", "scale-one")}; scale-one/one ${list("scale-one", "one")}; scale/scale-one ${list("scale", "scale-one")}`)
   console.log(names.map((n) => `${n}: ${out[`${n}_cpu_us`]} us of its own CPU per request, service ${out[`${n}_service_cpu_us`]}, the rest ${out[`${n}_other_cpu_us`]} ` +
-    `(wrk ${out[`${n}_wrk_cpu_us`]}, kernel threads ${out[`${n}_kthreads_cpu_us`]}, no process ${out[`${n}_unowned_cpu_us`]}; interrupts and softirqs on anyone's account ${out[`${n}_irq_cpu_us`]})`).join("; "))
+    `(wrk ${out[`${n}_wrk_cpu_us`]}, kernel threads ${out[`${n}_kthreads_cpu_us`]}, no process ${out[`${n}_unowned_cpu_us`]}; interrupts and softirqs, whoever was charged ${out[`${n}_irq_cpu_us`]})`).join("; "))
   // Where the extra CPU of a random link goes (medians of the rounds: the parts need not add up exactly).
   const extra = (a, b) => f(out[`${a}_cpu_us`] - out[`${b}_cpu_us`], 2)
   console.log(`a random link of ${links} over one link: ${extra("scale", "one")} us more of the redirector CPU a request: ` +
