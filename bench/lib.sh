@@ -255,9 +255,10 @@ task_ticks() {
       if ($1 == 2 || f[2] == 2) kernel += t }
     END { print kernel + 0, all + 0 }'
 }
-# children_ticks PID: the CPU time (clock ticks, user + system) of the processes that shell PID
-# started and waited for once they ended, so far (its cutime and cstime).
-children_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $14 + $15 }'; }
+# children_ticks PID: the CPU time (clock ticks) of the processes that shell PID started and
+# waited for once they ended, so far (its cutime and cstime): two numbers, user + system and
+# system.
+children_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $14 + $15, $15 }'; }
 # steal_ticks: the CPU time (clock ticks, all cores) the host took from this VM so far: time
 # its cores had work and ran the host's other guests instead (steal in /proc/stat).
 steal_ticks() { awk '/^cpu / { print $9; exit }' "$PROC_STAT"; }
@@ -337,15 +338,15 @@ wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\
 
 # Slices (bench/redirect-costs.sh, bench/redirect-scale.sh): within a round each phase runs
 # in several wrk runs of $TMP/wrk.txt, taking turns with the others. slices_reset before a
-# round; slice_add NAME SERVER_TICKS SERVICE_TICKS BUSY_TICKS [WRK KTHREADS UNOWNED IRQ] after
+# round; slice_add NAME SERVER_TICKS SERVICE_TICKS BUSY_TICKS [WRK KTHREADS UNOWNED IRQ WRK_SYSTEM] after
 # each run (the ticks of ticks_of_run; it fails on an error answer or a run without result);
 # slice_json NAME: the phase's round as one JSON object (requests, duration_s, rps over their
 # whole time, slices_rps each run's in turn, p99_ms the median of the runs', and the ticks
 # summed); slice_line ROUND NAME: the same for people;
 # slices_round: both, for a round.
 slices_reset() {
-  unset SL_REQS SL_SECS SL_SERVER SL_SERVICE SL_BUSY SL_P99 SL_RPS SL_WRK SL_KTHREADS SL_UNOWNED SL_IRQ
-  declare -gA SL_REQS=() SL_SECS=() SL_SERVER=() SL_SERVICE=() SL_BUSY=() SL_P99=() SL_RPS=() SL_WRK=() SL_KTHREADS=() SL_UNOWNED=() SL_IRQ=()
+  unset SL_REQS SL_SECS SL_SERVER SL_SERVICE SL_BUSY SL_P99 SL_RPS SL_WRK SL_KTHREADS SL_UNOWNED SL_IRQ SL_WRK_SYSTEM
+  declare -gA SL_REQS=() SL_SECS=() SL_SERVER=() SL_SERVICE=() SL_BUSY=() SL_P99=() SL_RPS=() SL_WRK=() SL_KTHREADS=() SL_UNOWNED=() SL_IRQ=() SL_WRK_SYSTEM=()
 }
 slice_add() {
   local name=$1 requests duration
@@ -360,16 +361,17 @@ slice_add() {
   SL_BUSY[$name]=$((${SL_BUSY[$name]:-0} + $4)) SL_P99[$name]="${SL_P99[$name]:-} $(wrk_field p99_ms)"
   SL_WRK[$name]=$((${SL_WRK[$name]:-0} + ${5:-0})) SL_KTHREADS[$name]=$((${SL_KTHREADS[$name]:-0} + ${6:-0}))
   SL_UNOWNED[$name]=$((${SL_UNOWNED[$name]:-0} + ${7:-0})) SL_IRQ[$name]=$((${SL_IRQ[$name]:-0} + ${8:-0}))
+  SL_WRK_SYSTEM[$name]=$((${SL_WRK_SYSTEM[$name]:-0} + ${9:-0}))
 }
 slice_json() {
   awk -v r="${SL_REQS[$1]}" -v s="${SL_SECS[$1]}" -v p="${SL_P99[$1]}" -v a="${SL_SERVER[$1]}" -v b="${SL_SERVICE[$1]}" \
     -v c="${SL_BUSY[$1]}" -v hz="$HZ" -v sl="${SL_RPS[$1]}" -v w="${SL_WRK[$1]:-0}" -v k="${SL_KTHREADS[$1]:-0}" \
-    -v u="${SL_UNOWNED[$1]:-0}" -v q="${SL_IRQ[$1]:-0}" '
+    -v u="${SL_UNOWNED[$1]:-0}" -v q="${SL_IRQ[$1]:-0}" -v ws="${SL_WRK_SYSTEM[$1]:-0}" '
     BEGIN {
       n = split(p, x, " ")
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] + 0 < x[i] + 0) { t = x[i]; x[i] = x[j]; x[j] = t }
       printf "{\"requests\":%d,\"duration_s\":%.3f,\"rps\":%.1f,\"slices_rps\":[%s],\"p99_ms\":%.3f,\"server_ticks\":%d,\"service_ticks\":%d,\"busy_ticks\":%d,", r, s, r / s, sl, x[int((n + 1) / 2)], a, b, c
-      printf "\"wrk_ticks\":%d,\"kthreads_ticks\":%d,\"unowned_ticks\":%d,\"irq_ticks\":%d,\"hz\":%d}", w, k, u, q, hz
+      printf "\"wrk_ticks\":%d,\"wrk_system_ticks\":%d,\"kthreads_ticks\":%d,\"unowned_ticks\":%d,\"irq_ticks\":%d,\"hz\":%d}", w, ws, k, u, q, hz
     }'
 }
 slice_line() {
@@ -391,14 +393,15 @@ slices_round() {
 # ticks_of_run PID OTHERS COMMAND...: COMMAND (a measured run) with the processes OTHERS
 # (pids, one word each) stopped meanwhile; sets server, service and busy to the ticks that
 # PID's tree, the service (ALL_PID's tree: its PostgreSQL) and the machine used during it, and
-# splits the rest: wrk to the ticks of the processes COMMAND started that ended (wrk),
+# splits the rest: wrk to the ticks of the processes COMMAND started that ended (wrk; of them
+# wrk_system in the kernel, in its system calls and the softirqs that came during them),
 # kthreads to the kernel's threads', unowned to the machine's ticks on the account of no
 # process (busy less every process alive at both ends and wrk: interrupts that came while a
 # core was idle, and any other process that ended), irq to the interrupts' and softirqs'
 # whoever's account they are on (task_ticks, children_ticks, irq_ticks). What is left of the
 # rest is the other processes' (none measured: the machine's idle services).
 ticks_of_run() {
-  local pid=$1 others=$2 self=$BASHPID server_before service_before busy_before tasks_before irq_before children_before kernel_after all_after
+  local pid=$1 others=$2 self=$BASHPID server_before service_before busy_before tasks_before irq_before children_before kernel_after all_after children_after
   shift 2
   # shellcheck disable=SC2086 # one word per pid
   pause_pids $others
@@ -407,7 +410,8 @@ ticks_of_run() {
   "$@"
   # The machine's ticks first, then the processes'.
   busy=$(($(busy_ticks) - busy_before)) irq=$(($(irq_ticks) - irq_before))
-  wrk=$(($(children_ticks "$self") - children_before))
+  children_after=$(children_ticks "$self")
+  wrk=$((${children_after% *} - ${children_before% *})) wrk_system=$((${children_after#* } - ${children_before#* }))
   read -r kernel_after all_after <<<"$(task_ticks)"
   kthreads=$((kernel_after - ${tasks_before% *})) unowned=$((busy - wrk - (all_after - ${tasks_before#* })))
   server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))

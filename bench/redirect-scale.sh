@@ -51,7 +51,7 @@
 #    "one_rps", "scale_rps", "scale_hot_rps", "scale_one_rps", "one_off_rps", "scale_off_rps", "scale_ratio", "one_ratio", "scale_vs_one",
 #    "scale_vs_one_nocapture", "scale_vs_hot", "hot_vs_scale_one", "scale_one_vs_one", "scale_vs_scale_one", "scale_vs_one_slices" and
 #    "scale_vs_one_nocapture_slices", "scale_vs_scale_one_slices" (the medians of the slice pairs' ratios), per phase "<phase>_cpu_us", "<phase>_service_cpu_us", "<phase>_other_cpu_us",
-#    and the other's parts "<phase>_wrk_cpu_us", "<phase>_kthreads_cpu_us" (the kernel's threads), "<phase>_unowned_cpu_us" (on no
+#    and the other's parts "<phase>_wrk_cpu_us" ("<phase>_wrk_system_cpu_us" of it in the kernel), "<phase>_kthreads_cpu_us" (the kernel's threads), "<phase>_unowned_cpu_us" (on no
 #    process's account: interrupts while a core idled) and "<phase>_irq_cpu_us" (interrupts and softirqs on anyone's account),
 #    "steal_permil" (the machine's time the host took during the slices kept, per mille), "steal_retaken" (slices
 #    measured again for it), "steal_over" (slices kept over the limit after the last retake)}
@@ -181,7 +181,7 @@ measure_slice() {
   local pid=${PID_OF[$1]}
   steady_slice "$1" "$SLICE" ticks_of_run "$pid" "$(all_but "$pid" "${PID_OF[@]}")" \
     phase "$1" "${PORT_OF[$1]}" "${LINKS_OF[$1]}" "$SLICE" "$TMP/wrk.txt"
-  slice_add "$1" "$server" "$service" "$busy" "$wrk" "$kthreads" "$unowned" "$irq"
+  slice_add "$1" "$server" "$service" "$busy" "$wrk" "$kthreads" "$unowned" "$irq" "$wrk_system"
 }
 RUNS=()
 for ((round = 1; round <= ROUNDS; round++)); do
@@ -223,7 +223,7 @@ STEAL_JSON=$(steal_json) node --input-type=module -e '
     out[`${name}_other_cpu_us`] = f(median(rounds.map((r) => ((r[name].busy_ticks - r[name].server_ticks - r[name].service_ticks) / r[name].hz) * 1e6 / r[name].requests)), 2)
     // The rest split (bench/lib.sh, ticks_of_run): wrk, the kernel threads, no process, and
     // the interrupts and softirqs charged to whichever process they interrupted, or none.
-    for (const part of ["wrk", "kthreads", "unowned", "irq"]) out[`${name}_${part}_cpu_us`] = f(cpuUs(name, `${part}_ticks`), 2)
+    for (const part of ["wrk", "wrk_system", "kthreads", "unowned", "irq"]) out[`${name}_${part}_cpu_us`] = f(cpuUs(name, `${part}_ticks`), 2)
   }
   const slices = (a, b) => pairs(a, b).map((x) => x.toFixed(3)).join(" ")
   out.scale_vs_one_slices = f(median(pairs("scale", "one")), 4)
@@ -232,7 +232,7 @@ STEAL_JSON=$(steal_json) node --input-type=module -e '
   console.log(`slices: scale/one ${slices("scale", "one")} (median ${out.scale_vs_one_slices}); capture off ${slices("scale-off", "one-off")} (median ${out.scale_vs_one_nocapture_slices}); scale/scale-one ${slices("scale", "scale-one")} (median ${out.scale_vs_scale_one_slices})`)
   console.log(`rounds: scale/one ${list("scale", "one")}; scale/bare ${list("scale", "bare")}; one/bare ${list("one", "bare")}; capture off: scale/one ${list("scale-off", "one-off")}; scale/scale-hot ${list("scale", "scale-hot")}; scale-hot/scale-one ${list("scale-hot", "scale-one")}; scale-one/one ${list("scale-one", "one")}; scale/scale-one ${list("scale", "scale-one")}`)
   console.log(names.map((n) => `${n}: ${out[`${n}_cpu_us`]} us of its own CPU per request, service ${out[`${n}_service_cpu_us`]}, the rest ${out[`${n}_other_cpu_us`]} ` +
-    `(wrk ${out[`${n}_wrk_cpu_us`]}, kernel threads ${out[`${n}_kthreads_cpu_us`]}, no process ${out[`${n}_unowned_cpu_us`]}; interrupts and softirqs, whoever was charged ${out[`${n}_irq_cpu_us`]})`).join("; "))
+    `(wrk ${out[`${n}_wrk_cpu_us`]}, ${out[`${n}_wrk_system_cpu_us`]} of it in the kernel, kernel threads ${out[`${n}_kthreads_cpu_us`]}, no process ${out[`${n}_unowned_cpu_us`]}; interrupts and softirqs, whoever was charged ${out[`${n}_irq_cpu_us`]})`).join("; "))
   // Where the extra CPU of a random link goes (medians of the rounds: the parts need not add up exactly).
   const extra = (a, b) => f(out[`${a}_cpu_us`] - out[`${b}_cpu_us`], 2)
   console.log(`a random link of ${links} over one link: ${extra("scale", "one")} us more of the redirector CPU a request: ` +

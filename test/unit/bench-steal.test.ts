@@ -113,10 +113,10 @@ describe("a measured run with the servers not measured stopped (bench/lib.sh, ti
       ticks_of_run "$spinner" "$other" during
       wall_ms=$((($(date +%s%N) - start) / 1000000))
       echo "after $(ps -o stat= -p "$other" | cut -c1)"
-      echo "$server $service $busy $(getconf CLK_TCK) $wall_ms $wrk $kthreads $unowned"`
+      echo "$server $service $busy $(getconf CLK_TCK) $wall_ms $wrk $kthreads $unowned $wrk_system"`
     const lines = execFileSync("bash", ["-c", script], { cwd: ROOT, encoding: "utf8" }).trim().split("\n")
     expect(lines.slice(0, 2)).toEqual(["T", "after S"])
-    const [server, service, busy, hz, wallMs, wrk, kthreads, unowned] = lines[2]!.split(" ").map(Number)
+    const [server, service, busy, hz, wallMs, wrk, kthreads, unowned, wrkSystem] = lines[2]!.split(" ").map(Number)
     // A second of one spinning process, counted from its child (the tree): at least a tenth of
     // it on the busiest machine, at most one core's ticks over the call's time (and the tick
     // either side). The machine counted it too; the sleeping service used none.
@@ -129,6 +129,9 @@ describe("a measured run with the servers not measured stopped (bench/lib.sh, ti
     // took is a share of them (a tick's rounding either way on each of the reads).
     expect(wrk).toBeGreaterThanOrEqual(hz! / 10)
     expect(wrk).toBeLessThanOrEqual((wallMs! / 1000) * hz! + 2)
+    // It spun in user space: little of its time was the kernel's.
+    expect(wrkSystem).toBeGreaterThanOrEqual(0)
+    expect(wrkSystem).toBeLessThan(wrk! / 2)
     expect(busy).toBeGreaterThanOrEqual((server! + wrk!) / 2)
     expect(kthreads).toBeGreaterThanOrEqual(0)
     expect(Math.abs(unowned!)).toBeLessThan(busy!)
