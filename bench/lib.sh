@@ -249,8 +249,9 @@ irq_ticks() { awk '/^cpu / { print $7 + $8; exit }' "$PROC_STAT"; }
 # own threads (kthreadd and its children: kworkers writing pages back, the journal's, ksoftirqd)
 # and by every process alive now, kernel threads included.
 task_ticks() {
-  # cat goes on past a process that ended after the shell listed it.
-  cat /proc/[0-9]*/stat 2>/dev/null | awk '
+  # cat goes on past a process that ended after the shell listed it, and fails at the end
+  # (which is no failure here: set -e and pipefail would end the benchmark).
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk '
     { s = $0; sub(/^.*\) /, "", s); split(s, f, " "); t = f[12] + f[13]; all += t
       if ($1 == 2 || f[2] == 2) kernel += t }
     END { print kernel + 0, all + 0 }'

@@ -137,3 +137,22 @@ describe("a measured run with the servers not measured stopped (bench/lib.sh, ti
     expect(Math.abs(unowned!)).toBeLessThan(busy!)
   })
 })
+
+describe("the machine's processes' ticks (bench/lib.sh, task_ticks)", () => {
+  it("reads them while processes end between listing and reading, without failing the benchmark's set -e", () => {
+    // Short-lived processes ending all the time: some are gone by the time cat opens their
+    // stat. The benchmark runs with set -euo pipefail, where a failed read ended it.
+    const script = `
+      set -euo pipefail
+      . bench/lib.sh
+      for i in $(seq 50); do (sleep 0.005 &); sleep 0.003 & t=$(task_ticks); done
+      wait
+      echo "$t"`
+    const [kernel, all] = execFileSync("bash", ["-c", script], { cwd: ROOT, encoding: "utf8" })
+      .trim()
+      .split(" ")
+      .map(Number)
+    expect(kernel).toBeGreaterThanOrEqual(0)
+    expect(all).toBeGreaterThan(kernel!)
+  })
+})
