@@ -394,10 +394,11 @@ slices_round() {
 # ticks_of_run PID OTHERS COMMAND...: COMMAND (a measured run) with the processes OTHERS
 # (pids, one word each) stopped meanwhile; sets server, service and busy to the ticks that
 # PID's tree, the service (ALL_PID's tree: its PostgreSQL) and the machine used during it, and
-# splits the rest: wrk to the ticks of the processes COMMAND started that ended (wrk; of them
-# wrk_system in the kernel, in its system calls and the softirqs that came during them),
+# splits the rest: children to the ticks of the processes COMMAND started that ended (the
+# benchmarks' wrk; of them children_system in the kernel, in their system calls and the
+# softirqs that came during them),
 # kthreads to the kernel's threads', unowned to the machine's ticks on the account of no
-# process (busy less every process alive at both ends and wrk: interrupts that came while a
+# process (busy less every process alive at both ends and children: interrupts that came while a
 # core was idle, and any other process that ended), irq to the interrupts' and softirqs'
 # whoever's account they are on (task_ticks, children_ticks, irq_ticks). What is left of the
 # rest is the other processes' (none measured: the machine's idle services).
@@ -412,9 +413,9 @@ ticks_of_run() {
   # The machine's ticks first, then the processes'.
   busy=$(($(busy_ticks) - busy_before)) irq=$(($(irq_ticks) - irq_before))
   children_after=$(children_ticks "$self")
-  wrk=$((${children_after% *} - ${children_before% *})) wrk_system=$((${children_after#* } - ${children_before#* }))
+  children=$((${children_after% *} - ${children_before% *})) children_system=$((${children_after#* } - ${children_before#* }))
   read -r kernel_after all_after <<<"$(task_ticks)"
-  kthreads=$((kernel_after - ${tasks_before% *})) unowned=$((busy - wrk - (all_after - ${tasks_before#* })))
+  kthreads=$((kernel_after - ${tasks_before% *})) unowned=$((busy - children - (all_after - ${tasks_before#* })))
   server=$(($(tree_ticks "$pid") - server_before)) service=$(($(tree_ticks "$ALL_PID") - service_before))
   # shellcheck disable=SC2086
   resume_pids $others

@@ -181,7 +181,7 @@ measure_slice() {
   local pid=${PID_OF[$1]}
   steady_slice "$1" "$SLICE" ticks_of_run "$pid" "$(all_but "$pid" "${PID_OF[@]}")" \
     phase "$1" "${PORT_OF[$1]}" "${LINKS_OF[$1]}" "$SLICE" "$TMP/wrk.txt"
-  slice_add "$1" "$server" "$service" "$busy" "$wrk" "$kthreads" "$unowned" "$irq" "$wrk_system"
+  slice_add "$1" "$server" "$service" "$busy" "$children" "$kthreads" "$unowned" "$irq" "$children_system"
 }
 RUNS=()
 for ((round = 1; round <= ROUNDS; round++)); do

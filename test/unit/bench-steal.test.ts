@@ -107,16 +107,18 @@ describe("a measured run with the servers not measured stopped (bench/lib.sh, ti
       bash -c 'while :; do :; done & wait' & spinner=$!
       # Whatever happens: none left behind, the stopped one included.
       trap 'kill -CONT "$other"; pkill -P "$spinner"; kill "$other" "$ALL_PID" "$spinner"' EXIT
-      # The command's own process: a second of spinning too (its ticks wrk's).
+      # The command's own process: a second of spinning too (its ticks the children's).
       during() { ps -o stat= -p "$other" | cut -c1; timeout 1 bash -c 'while :; do :; done' || true; }
       start=$(date +%s%N)
       ticks_of_run "$spinner" "$other" during
       wall_ms=$((($(date +%s%N) - start) / 1000000))
       echo "after $(ps -o stat= -p "$other" | cut -c1)"
-      echo "$server $service $busy $(getconf CLK_TCK) $wall_ms $wrk $kthreads $unowned $wrk_system"`
+      echo "$server $service $busy $(getconf CLK_TCK) $wall_ms $children $kthreads $unowned $children_system"`
     const lines = execFileSync("bash", ["-c", script], { cwd: ROOT, encoding: "utf8" }).trim().split("\n")
     expect(lines.slice(0, 2)).toEqual(["T", "after S"])
-    const [server, service, busy, hz, wallMs, wrk, kthreads, unowned, wrkSystem] = lines[2]!.split(" ").map(Number)
+    const [server, service, busy, hz, wallMs, children, kthreads, unowned, childrenSystem] = lines[2]!
+      .split(" ")
+      .map(Number)
     // A second of one spinning process, counted from its child (the tree): at least a tenth of
     // it on the busiest machine, at most one core's ticks over the call's time (and the tick
     // either side). The machine counted it too; the sleeping service used none.
@@ -124,15 +126,15 @@ describe("a measured run with the servers not measured stopped (bench/lib.sh, ti
     expect(server).toBeLessThanOrEqual((wallMs! / 1000) * hz! + 2)
     expect(busy).toBeGreaterThanOrEqual(server! / 2)
     expect(service).toBeLessThanOrEqual(1)
-    // The command's spinner, ended by the time it returned, is wrk's, not the server's; the
+    // The command's spinner, ended by the time it returned, is the children's, not the server's; the
     // machine's busy ticks hold both, and what no process alive at both ends and no ended child
     // took is a share of them (a tick's rounding either way on each of the reads).
-    expect(wrk).toBeGreaterThanOrEqual(hz! / 10)
-    expect(wrk).toBeLessThanOrEqual((wallMs! / 1000) * hz! + 2)
+    expect(children).toBeGreaterThanOrEqual(hz! / 10)
+    expect(children).toBeLessThanOrEqual((wallMs! / 1000) * hz! + 2)
     // It spun in user space: little of its time was the kernel's.
-    expect(wrkSystem).toBeGreaterThanOrEqual(0)
-    expect(wrkSystem).toBeLessThan(wrk! / 2)
-    expect(busy).toBeGreaterThanOrEqual((server! + wrk!) / 2)
+    expect(childrenSystem).toBeGreaterThanOrEqual(0)
+    expect(childrenSystem).toBeLessThan(children! / 2)
+    expect(busy).toBeGreaterThanOrEqual((server! + children!) / 2)
     expect(kthreads).toBeGreaterThanOrEqual(0)
     expect(Math.abs(unowned!)).toBeLessThan(busy!)
   })
