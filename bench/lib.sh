@@ -345,12 +345,15 @@ wrk_field() { grep '^WRK_RESULT ' "$TMP/wrk.txt" | tail -n 1 | sed -n "s/.*\"$1\
 # whole time, slices_rps each run's in turn, p99_ms the median of the runs', and the ticks
 # summed); slice_line ROUND NAME: the same for people;
 # slices_round: both, for a round.
+# The ticks a slice sums, slice_add's arguments after the name in this order (slice_json: each
+# as "<field>_ticks").
+SLICE_TICKS=(server service busy wrk kthreads unowned irq wrk_system)
 slices_reset() {
-  unset SL_REQS SL_SECS SL_SERVER SL_SERVICE SL_BUSY SL_P99 SL_RPS SL_WRK SL_KTHREADS SL_UNOWNED SL_IRQ SL_WRK_SYSTEM
-  declare -gA SL_REQS=() SL_SECS=() SL_SERVER=() SL_SERVICE=() SL_BUSY=() SL_P99=() SL_RPS=() SL_WRK=() SL_KTHREADS=() SL_UNOWNED=() SL_IRQ=() SL_WRK_SYSTEM=()
+  unset SL_REQS SL_SECS SL_P99 SL_RPS SL_TICKS
+  declare -gA SL_REQS=() SL_SECS=() SL_P99=() SL_RPS=() SL_TICKS=()
 }
 slice_add() {
-  local name=$1 requests duration
+  local name=$1 requests duration field i=2
   requests=$(wrk_field requests)
   [ -n "$requests" ] && [ "$requests" -gt 0 ] || die "wrk $name printed no result: $(cat "$TMP/wrk.txt")"
   [ "$(wrk_field non3xx)" = 0 ] && [ "$(wrk_field socket_errors)" = 0 ] || die "phase $name had errors: $(cat "$TMP/wrk.txt")"
@@ -358,25 +361,23 @@ slice_add() {
   SL_REQS[$name]=$((${SL_REQS[$name]:-0} + requests))
   SL_SECS[$name]=$(awk -v a="${SL_SECS[$name]:-0}" -v b="$duration" 'BEGIN { printf "%.3f", a + b }')
   SL_RPS[$name]="${SL_RPS[$name]:+${SL_RPS[$name]},}$(awk -v r="$requests" -v s="$duration" 'BEGIN { printf "%.1f", r / s }')"
-  SL_SERVER[$name]=$((${SL_SERVER[$name]:-0} + $2)) SL_SERVICE[$name]=$((${SL_SERVICE[$name]:-0} + $3))
-  SL_BUSY[$name]=$((${SL_BUSY[$name]:-0} + $4)) SL_P99[$name]="${SL_P99[$name]:-} $(wrk_field p99_ms)"
-  SL_WRK[$name]=$((${SL_WRK[$name]:-0} + ${5:-0})) SL_KTHREADS[$name]=$((${SL_KTHREADS[$name]:-0} + ${6:-0}))
-  SL_UNOWNED[$name]=$((${SL_UNOWNED[$name]:-0} + ${7:-0})) SL_IRQ[$name]=$((${SL_IRQ[$name]:-0} + ${8:-0}))
-  SL_WRK_SYSTEM[$name]=$((${SL_WRK_SYSTEM[$name]:-0} + ${9:-0}))
+  SL_P99[$name]="${SL_P99[$name]:-} $(wrk_field p99_ms)"
+  for field in "${SLICE_TICKS[@]}"; do
+    SL_TICKS[$name.$field]=$((${SL_TICKS[$name.$field]:-0} + ${!i:-0})) i=$((i + 1))
+  done
 }
 slice_json() {
-  awk -v r="${SL_REQS[$1]}" -v s="${SL_SECS[$1]}" -v p="${SL_P99[$1]}" -v a="${SL_SERVER[$1]}" -v b="${SL_SERVICE[$1]}" \
-    -v c="${SL_BUSY[$1]}" -v hz="$HZ" -v sl="${SL_RPS[$1]}" -v w="${SL_WRK[$1]:-0}" -v k="${SL_KTHREADS[$1]:-0}" \
-    -v u="${SL_UNOWNED[$1]:-0}" -v q="${SL_IRQ[$1]:-0}" -v ws="${SL_WRK_SYSTEM[$1]:-0}" '
+  local field ticks=""
+  for field in "${SLICE_TICKS[@]}"; do ticks="$ticks\"${field}_ticks\":${SL_TICKS[$1.$field]:-0},"; done
+  awk -v r="${SL_REQS[$1]}" -v s="${SL_SECS[$1]}" -v p="${SL_P99[$1]}" -v ticks="$ticks" -v hz="$HZ" -v sl="${SL_RPS[$1]}" '
     BEGIN {
       n = split(p, x, " ")
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] + 0 < x[i] + 0) { t = x[i]; x[i] = x[j]; x[j] = t }
-      printf "{\"requests\":%d,\"duration_s\":%.3f,\"rps\":%.1f,\"slices_rps\":[%s],\"p99_ms\":%.3f,\"server_ticks\":%d,\"service_ticks\":%d,\"busy_ticks\":%d,", r, s, r / s, sl, x[int((n + 1) / 2)], a, b, c
-      printf "\"wrk_ticks\":%d,\"wrk_system_ticks\":%d,\"kthreads_ticks\":%d,\"unowned_ticks\":%d,\"irq_ticks\":%d,\"hz\":%d}", w, ws, k, u, q, hz
+      printf "{\"requests\":%d,\"duration_s\":%.3f,\"rps\":%.1f,\"slices_rps\":[%s],\"p99_ms\":%.3f,%s\"hz\":%d}", r, s, r / s, sl, x[int((n + 1) / 2)], ticks, hz
     }'
 }
 slice_line() {
-  awk -v round="$1" -v n="$2" -v r="${SL_REQS[$2]}" -v s="${SL_SECS[$2]}" -v t="${SL_SERVER[$2]}" -v hz="$HZ" \
+  awk -v round="$1" -v n="$2" -v r="${SL_REQS[$2]}" -v s="${SL_SECS[$2]}" -v t="${SL_TICKS[$2.server]}" -v hz="$HZ" \
     'BEGIN { printf "round %s %-17s %9.1f req/s  %.2f us of its CPU a request\n", round, n, r / s, t / hz * 1e6 / r }'
 }
 # slices_round ROUND NAME...: after a round, each phase's slice_line, and the round (each

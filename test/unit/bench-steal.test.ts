@@ -158,3 +158,27 @@ describe("the machine's processes' ticks (bench/lib.sh, task_ticks)", () => {
     expect(all).toBeGreaterThan(kernel!)
   })
 })
+
+describe("a phase's slices summed (bench/lib.sh, slice_add and slice_json)", () => {
+  it("sums each tick field of its slices in the order slice_add takes them, and counts a field not given as 0", () => {
+    const script = `
+      set -euo pipefail
+      . bench/lib.sh
+      TMP=$(mktemp -d) HZ=100
+      trap 'rm -rf "$TMP"' EXIT
+      echo 'WRK_RESULT {"requests":1000,"duration_s":2.0,"p99_ms":1.5,"non3xx":0,"socket_errors":0}' > "$TMP/wrk.txt"
+      slices_reset
+      slice_add a 10 2 30 5 1 0 3 4
+      slice_add a 11 3 31 6 2 -1 4 5
+      slice_add b 7 1 9
+      slice_json a; echo; slice_json b`
+    const [a, b] = execFileSync("bash", ["-c", script], { cwd: ROOT, encoding: "utf8" })
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+    expect(a).toMatchObject({ requests: 2000, rps: 500, slices_rps: [500, 500], hz: 100 })
+    expect(a).toMatchObject({ server_ticks: 21, service_ticks: 5, busy_ticks: 61, wrk_ticks: 11, kthreads_ticks: 3 })
+    expect(a).toMatchObject({ unowned_ticks: -1, irq_ticks: 7, wrk_system_ticks: 9 })
+    expect(b).toMatchObject({ server_ticks: 7, service_ticks: 1, busy_ticks: 9, wrk_ticks: 0, wrk_system_ticks: 0 })
+  })
+})
